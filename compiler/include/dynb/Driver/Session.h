@@ -1,0 +1,113 @@
+//===- Session.h - Load, batch, compile, run and check: one place -*- C++ -*-===//
+//
+// What `dynbc` does, as a library the tests and benchmarks call too: load a
+// model and a batch of instances, load or seed the parameters, batch with a
+// strategy, build plans (JIT-compiling new modules), run them, and compare
+// with the reference interpreter.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DYNB_DRIVER_SESSION_H
+#define DYNB_DRIVER_SESSION_H
+
+#include "dynb/Batching/Scheduler.h"
+#include "dynb/JIT/KernelCache.h"
+#include "dynb/Lowering/PlanBuilder.h"
+#include "dynb/Runtime/ParameterStore.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <memory>
+#include <vector>
+
+namespace dynb {
+
+struct RunOptions {
+  BatchingStrategy strategy = BatchingStrategy::Agenda;
+  /// Instances per batch; 0 runs every instance in one batch.
+  int64_t batchSize = 0;
+  /// Timed passes over every batch, after one untimed warm-up pass that
+  /// also produces the outputs.
+  unsigned repeat = 1;
+  /// Runtime threads; 0: every hardware thread.
+  unsigned threads = 0;
+};
+
+/// Outputs stacked one row per instance: [instances x width] per output.
+struct StackedOutputs {
+  std::vector<int64_t> widths;
+  std::vector<std::vector<float>> values;
+};
+
+struct RunResult {
+  BatchingStrategy strategy;
+  uint64_t instances = 0, nodes = 0, batches = 0;
+  uint64_t launches = 0, lowerBound = 0;
+  PlanStats plan;
+  double scheduleSeconds = 0; // the batching pass
+  double planSeconds = 0;     // building plans, JIT excluded
+  double jitSeconds = 0;      // lowering + JIT of modules new to the cache
+  unsigned modulesCompiled = 0;
+  std::vector<double> passSeconds; // each timed pass over every batch
+  int64_t arenaBytes = 0;          // the arena after the run
+  StackedOutputs outputs;
+
+  double medianPassSeconds() const;
+};
+
+struct Comparison {
+  double maxAbsError = 0, maxRelError = 0;
+  int64_t worstInstance = -1;
+  bool withinTolerance = true;
+};
+
+/// |got - ref| <= atol + rtol * |ref| everywhere.
+Comparison compareOutputs(const StackedOutputs &ref, const StackedOutputs &got,
+                          double atol, double rtol);
+
+class Session {
+public:
+  Session();
+  ~Session();
+
+  mlir::MLIRContext &context() { return *ctx_; }
+  /// The loaded (unbatched) model and instances.
+  mlir::ModuleOp module() { return *module_; }
+  const rt::ParameterStore &params() const { return params_; }
+  KernelCache &kernels() { return *kernels_; }
+
+  /// Reads graphs (see importGraphFile); diagnostics go to stderr.
+  mlir::LogicalResult loadGraphs(llvm::StringRef path);
+  /// Reads parameters and checks them against the model's dynb.param ops.
+  llvm::Error loadParams(llvm::StringRef path);
+  /// Seeds every parameter of the model (deterministic).
+  void seedParams(uint64_t seed);
+
+  uint64_t numInstances();
+  /// A copy of the loaded module batched by `dynb-batch`.
+  mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+  batch(BatchingStrategy strategy, int64_t batchSize);
+
+  mlir::FailureOr<RunResult> run(const RunOptions &options);
+  mlir::FailureOr<StackedOutputs> runReference();
+
+private:
+  llvm::Error checkParams();
+
+  std::unique_ptr<mlir::MLIRContext> ctx_;
+  llvm::SourceMgr sourceMgr_;
+  std::unique_ptr<mlir::SourceMgrDiagnosticHandler> diagHandler_;
+  mlir::OwningOpRef<mlir::ModuleOp> module_;
+  rt::ParameterStore params_;
+  std::unique_ptr<KernelCache> kernels_;
+};
+
+/// Peak resident memory of this process, bytes (0 where unknown).
+int64_t peakResidentBytes();
+
+} // namespace dynb
+
+#endif // DYNB_DRIVER_SESSION_H

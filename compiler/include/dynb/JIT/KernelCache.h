@@ -1,0 +1,54 @@
+//===- KernelCache.h - Compiled modules, keyed by what they compute -*- C++ -*-===//
+#ifndef DYNB_JIT_KERNELCACHE_H
+#define DYNB_JIT_KERNELCACHE_H
+
+#include "dynb/Lowering/ModuleLowering.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <memory>
+
+namespace dynb {
+
+struct KernelCacheStats {
+  unsigned compiled = 0; // modules lowered and JIT-compiled
+  unsigned hits = 0;     // lookups answered from the cache
+  double jitSeconds = 0; // time spent lowering and compiling
+};
+
+/// Lowered, JIT-compiled modules keyed by their printed body (so two modules
+/// that compute the same thing share code, and a new batch of differently
+/// shaped trees compiles nothing). The batch size is a runtime argument of
+/// every kernel, so one entry serves every group size.
+class KernelCache {
+public:
+  explicit KernelCache(mlir::MLIRContext &ctx);
+  ~KernelCache();
+
+  /// The compiled form of module `fn`.
+  mlir::FailureOr<const LoweredModule *> getModule(mlir::func::FuncOp fn);
+  /// The compiled form of a batched per-instance op found in a schedule
+  /// (`dynb.linear`, `dynb.add`, ...), wrapped as a module of one op.
+  mlir::FailureOr<const LoweredModule *> getOp(mlir::Operation *batchedOp);
+
+  /// Lowers without compiling, for `--emit=linalg|llvm`.
+  mlir::FailureOr<std::unique_ptr<LoweredModule>>
+  lowerOnly(mlir::Operation *calleeOrBatchedOp);
+
+  const KernelCacheStats &stats() const { return stats_; }
+
+private:
+  mlir::FailureOr<mlir::func::FuncOp> wrapOp(mlir::Operation *batchedOp);
+  mlir::FailureOr<const LoweredModule *> lookupOrCompile(mlir::func::FuncOp fn,
+                                                         llvm::StringRef tag);
+
+  mlir::MLIRContext &ctx_;
+  mlir::OwningOpRef<mlir::ModuleOp> scratch_;
+  llvm::StringMap<std::unique_ptr<LoweredModule>> entries_;
+  KernelCacheStats stats_;
+};
+
+} // namespace dynb
+
+#endif // DYNB_JIT_KERNELCACHE_H

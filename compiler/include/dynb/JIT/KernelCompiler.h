@@ -1,0 +1,28 @@
+//===- KernelCompiler.h - Kernels from linalg to machine code ---*- C++ -*-===//
+#ifndef DYNB_JIT_KERNELCOMPILER_H
+#define DYNB_JIT_KERNELCOMPILER_H
+
+#include "dynb/Lowering/ModuleLowering.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace dynb {
+
+/// Lowers a kernels module (linalg on memrefs) to the LLVM dialect in place:
+/// linalg to loops, tanh/exp to polynomials (so LLVM can vectorise them:
+/// scalar libm calls cost more than the GEMMs), then to LLVM.
+mlir::LogicalResult lowerKernelsToLLVMDialect(mlir::ModuleOp kernels);
+
+/// Translates an LLVM-dialect kernels module to LLVM IR, optimised at O3 for
+/// this machine, and prints it.
+mlir::LogicalResult printOptimizedLLVMIR(mlir::ModuleOp kernels,
+                                         llvm::raw_ostream &os);
+
+/// Lowers, JIT-compiles and resolves every kernel of `lowered`, filling
+/// kernelFns and engine. Consumes lowered.kernels' linalg form.
+mlir::LogicalResult jitCompile(LoweredModule &lowered);
+
+} // namespace dynb
+
+#endif // DYNB_JIT_KERNELCOMPILER_H

@@ -1,0 +1,38 @@
+//===- ReferenceInterpreter.h - The correctness oracle ----------*- C++ -*-===//
+#ifndef DYNB_REFERENCE_REFERENCEINTERPRETER_H
+#define DYNB_REFERENCE_REFERENCEINTERPRETER_H
+
+#include "dynb/Dialect/DynbOps.h"
+#include "dynb/Runtime/ParameterStore.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <vector>
+
+namespace dynb {
+
+/// Runs each instance alone with plain loops (double accumulation in
+/// matrix-vector products), sharing nothing with the batched path but the
+/// IR and the parameters. Every strategy is checked against it.
+class ReferenceInterpreter {
+public:
+  ReferenceInterpreter(mlir::ModuleOp model, const rt::ParameterStore &params);
+
+  /// The outputs of one instance, one vector per output.
+  mlir::FailureOr<std::vector<std::vector<float>>> run(InstanceOp instance);
+
+private:
+  mlir::FailureOr<const rt::ParamTensor *> param(mlir::Operation *user,
+                                                 llvm::StringRef name);
+  mlir::LogicalResult
+  evalBlock(mlir::Block &block,
+            llvm::DenseMap<mlir::Value, std::vector<float>> &env,
+            std::vector<std::vector<float>> &results);
+
+  mlir::ModuleOp model;
+  const rt::ParameterStore &params;
+};
+
+} // namespace dynb
+
+#endif // DYNB_REFERENCE_REFERENCEINTERPRETER_H

@@ -1,0 +1,273 @@
+//===- Session.cpp - The compile-and-run flow behind dynbc ----------------===//
+#include "dynb/Driver/Session.h"
+#include "dynb/Dialect/DynbOps.h"
+#include "dynb/Import/GraphImporter.h"
+#include "dynb/Import/Safetensors.h"
+#include "dynb/Reference/ReferenceInterpreter.h"
+#include "dynb/Runtime/Executor.h"
+#include "dynb/Transforms/Passes.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <string>
+
+using namespace mlir;
+using namespace dynb;
+
+namespace {
+double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
+      .count();
+}
+
+llvm::Error makeError(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+std::string shapeString(llvm::ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+} // namespace
+
+double RunResult::medianPassSeconds() const {
+  if (passSeconds.empty())
+    return 0;
+  std::vector<double> s = passSeconds;
+  std::sort(s.begin(), s.end());
+  return s[s.size() / 2];
+}
+
+Comparison dynb::compareOutputs(const StackedOutputs &ref,
+                                const StackedOutputs &got, double atol,
+                                double rtol) {
+  Comparison c;
+  if (ref.widths != got.widths || ref.values.size() != got.values.size()) {
+    c.withinTolerance = false;
+    c.maxAbsError = INFINITY;
+    return c;
+  }
+  for (size_t p = 0; p < ref.values.size(); ++p) {
+    const std::vector<float> &r = ref.values[p], &g = got.values[p];
+    if (r.size() != g.size()) {
+      c.withinTolerance = false;
+      c.maxAbsError = INFINITY;
+      return c;
+    }
+    for (size_t i = 0; i < r.size(); ++i) {
+      double diff = std::fabs(double(r[i]) - double(g[i]));
+      if (std::isnan(g[i]) != std::isnan(r[i]))
+        diff = INFINITY;
+      double rel = diff / std::max(std::fabs(double(r[i])), 1e-30);
+      bool bad = !(diff <= atol + rtol * std::fabs(double(r[i])));
+      if (diff > c.maxAbsError || (bad && c.withinTolerance)) {
+        c.worstInstance = static_cast<int64_t>(i / ref.widths[p]);
+      }
+      c.maxAbsError = std::max(c.maxAbsError, diff);
+      if (std::fabs(double(r[i])) > 1e-3)
+        c.maxRelError = std::max(c.maxRelError, rel);
+      if (bad)
+        c.withinTolerance = false;
+    }
+  }
+  return c;
+}
+
+int64_t dynb::peakResidentBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0)
+      return std::stoll(line.substr(6)) * 1024;
+  return 0;
+}
+
+Session::Session()
+    : ctx_(std::make_unique<MLIRContext>(MLIRContext::Threading::DISABLED)) {
+  registerDynbDialects(*ctx_);
+  loadLoweringDialects(*ctx_);
+  // Users read these diagnostics, not compiler developers: no IR dumps, and
+  // no source excerpt for JSON, whose one line can be megabytes.
+  ctx_->printOpOnDiagnostic(false);
+  diagHandler_ = std::make_unique<SourceMgrDiagnosticHandler>(
+      sourceMgr_, ctx_.get(), llvm::errs(), [](Location loc) {
+        auto file = dyn_cast<FileLineColLoc>(loc);
+        return !file || file.getFilename().strref().ends_with(".mlir");
+      });
+  kernels_ = std::make_unique<KernelCache>(*ctx_);
+}
+
+Session::~Session() = default;
+
+LogicalResult Session::loadGraphs(StringRef path) {
+  module_ = importGraphFile(path, *ctx_, sourceMgr_);
+  if (!module_)
+    return failure();
+  // What the runtime path needs beyond the verifier: modules without calls
+  // (the batched path runs module bodies as flat step lists).
+  bool ok = true;
+  module_->walk([&](func::FuncOp fn) {
+    fn.walk([&](CallOp call) {
+      call.emitOpError() << "inside module @" << fn.getName()
+                         << ": modules cannot call modules yet";
+      ok = false;
+    });
+  });
+  return success(ok);
+}
+
+uint64_t Session::numInstances() {
+  return llvm::range_size(module_->getOps<InstanceOp>());
+}
+
+llvm::Error Session::checkParams() {
+  for (ParamOp p : module_->getOps<ParamOp>()) {
+    const rt::ParamTensor *t = params_.find(p.getSymName());
+    ArrayRef<int64_t> want = p.getTensorType().getShape();
+    if (!t)
+      return makeError("no values for parameter '" + p.getSymName() +
+                       "' " + shapeString(want));
+    if (ArrayRef<int64_t>(t->shape) != want)
+      return makeError("parameter '" + p.getSymName() + "' has shape " +
+                       shapeString(t->shape) + " but the model declares " +
+                       shapeString(want));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Session::loadParams(StringRef path) {
+  if (llvm::Error e = loadSafetensors(path, params_))
+    return e;
+  if (llvm::Error e = checkParams())
+    return makeError(path + ": " + llvm::toString(std::move(e)));
+  return llvm::Error::success();
+}
+
+void Session::seedParams(uint64_t seed) {
+  for (ParamOp p : module_->getOps<ParamOp>()) {
+    ArrayRef<int64_t> shape = p.getTensorType().getShape();
+    params_.addSeeded(p.getSymName().str(),
+                      std::vector<int64_t>(shape.begin(), shape.end()), seed);
+  }
+}
+
+FailureOr<OwningOpRef<ModuleOp>> Session::batch(BatchingStrategy strategy,
+                                                int64_t batchSize) {
+  OwningOpRef<ModuleOp> copy = module_->clone();
+  PassManager pm(ctx_.get());
+  BatchInstancesOptions opts;
+  opts.strategy = toString(strategy).str();
+  opts.batchSize = batchSize;
+  pm.addPass(createBatchInstances(opts));
+  if (failed(pm.run(*copy)))
+    return failure();
+  return std::move(copy);
+}
+
+FailureOr<StackedOutputs> Session::runReference() {
+  if (llvm::Error e = checkParams()) {
+    emitError(module_->getLoc()) << llvm::toString(std::move(e));
+    return failure();
+  }
+  ReferenceInterpreter interp(*module_, params_);
+  StackedOutputs out;
+  for (InstanceOp inst : module_->getOps<InstanceOp>()) {
+    FailureOr<std::vector<std::vector<float>>> r = interp.run(inst);
+    if (failed(r))
+      return failure();
+    if (out.values.empty()) {
+      out.values.resize(r->size());
+      for (auto &v : *r)
+        out.widths.push_back(v.size());
+    }
+    for (size_t p = 0; p < r->size(); ++p)
+      llvm::append_range(out.values[p], (*r)[p]);
+  }
+  return out;
+}
+
+FailureOr<RunResult> Session::run(const RunOptions &options) {
+  if (llvm::Error e = checkParams()) {
+    emitError(module_->getLoc()) << llvm::toString(std::move(e));
+    return failure();
+  }
+  RunResult result;
+  result.strategy = options.strategy;
+  result.instances = numInstances();
+
+  auto t0 = std::chrono::steady_clock::now();
+  FailureOr<OwningOpRef<ModuleOp>> batched =
+      batch(options.strategy, options.batchSize);
+  if (failed(batched))
+    return failure();
+  result.scheduleSeconds = secondsSince(t0);
+
+  KernelCacheStats before = kernels_->stats();
+  t0 = std::chrono::steady_clock::now();
+  std::vector<rt::Plan> plans;
+  for (ScheduleOp s : (*batched)->getOps<ScheduleOp>()) {
+    FailureOr<rt::Plan> plan = buildPlan(s, *kernels_, &result.plan);
+    if (failed(plan))
+      return failure();
+    result.nodes += s->getAttrOfType<IntegerAttr>("dynb.nodes").getInt();
+    result.launches +=
+        s->getAttrOfType<IntegerAttr>("dynb.launches").getInt();
+    result.lowerBound +=
+        s->getAttrOfType<IntegerAttr>("dynb.lower_bound").getInt();
+    plans.push_back(std::move(*plan));
+  }
+  result.batches = plans.size();
+  result.jitSeconds = kernels_->stats().jitSeconds - before.jitSeconds;
+  result.modulesCompiled = kernels_->stats().compiled - before.compiled;
+  result.planSeconds = secondsSince(t0) - result.jitSeconds;
+
+  rt::ExecutorOptions exOpts;
+  exOpts.numThreads = options.threads;
+  rt::Executor executor(params_, exOpts);
+  for (const rt::Plan &plan : plans) {
+    rt::Status s = executor.validate(plan);
+    if (!s.isOk()) {
+      emitError(module_->getLoc()) << "invalid plan: " << s.message();
+      return failure();
+    }
+  }
+  // Warm-up pass: also collects the outputs.
+  for (const rt::Plan &plan : plans) {
+    rt::Status s = executor.run(plan);
+    if (!s.isOk()) {
+      emitError(module_->getLoc()) << "run failed: " << s.message();
+      return failure();
+    }
+    if (result.outputs.values.empty()) {
+      result.outputs.values.resize(plan.outputs.size());
+      for (const rt::Region &r : plan.outputs)
+        result.outputs.widths.push_back(r.cols);
+    }
+    std::vector<float> buf;
+    for (size_t p = 0; p < plan.outputs.size(); ++p) {
+      executor.copyOutput(plan, p, buf);
+      llvm::append_range(result.outputs.values[p], buf);
+    }
+  }
+  for (unsigned r = 0; r < options.repeat; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    for (const rt::Plan &plan : plans) {
+      rt::Status s = executor.run(plan);
+      if (!s.isOk()) {
+        emitError(module_->getLoc()) << "run failed: " << s.message();
+        return failure();
+      }
+    }
+    result.passSeconds.push_back(secondsSince(start));
+  }
+  result.arenaBytes = executor.stats().arenaCapacityBytes;
+  return result;
+}

@@ -1,0 +1,575 @@
+//===- GraphImporter.cpp - JSON interchange and .mlir to the dynb dialect -===//
+//
+// The JSON reader builds dynb IR directly: each node becomes one op whose
+// location names the file, the instance (or module) and the node, so every
+// later diagnostic, the verifier's included, points at the user's input.
+//
+//===----------------------------------------------------------------------===//
+#include "dynb/Import/GraphImporter.h"
+#include "dynb/Dialect/DynbOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+using namespace mlir;
+using namespace dynb;
+namespace json = llvm::json;
+
+void dynb::registerDynbDialects(MLIRContext &ctx) {
+  ctx.loadDialect<DynbDialect, func::FuncDialect>();
+}
+
+namespace {
+
+constexpr int64_t kFormatVersion = 1;
+/// Shapes past this many elements are refused before anything is allocated.
+constexpr int64_t kMaxElements = int64_t(1) << 34;
+
+class JsonImporter {
+public:
+  JsonImporter(StringRef fileName, MLIRContext &ctx)
+      : ctx(ctx), fileName(fileName), b(&ctx) {}
+
+  OwningOpRef<ModuleOp> importDocument(StringRef text);
+  OwningOpRef<ModuleOp> importLines(StringRef text);
+
+private:
+  /// Where something is: file:line plus a description of the place.
+  Location place(unsigned line, const Twine &what) {
+    return NameLoc::get(StringAttr::get(&ctx, what),
+                        FileLineColLoc::get(&ctx, fileName, line, 1));
+  }
+  InFlightDiagnostic error(Location loc) { return emitError(loc); }
+
+  LogicalResult beginModule(unsigned line);
+  LogicalResult importModel(const json::Object &model, unsigned line);
+  LogicalResult importParams(const json::Array &params, unsigned line);
+  LogicalResult importModule(const json::Value &v, size_t index,
+                             unsigned line);
+  LogicalResult importInstance(const json::Value &v, size_t index,
+                               unsigned line);
+
+  /// The body shared by modules and instances: creates one op per node at
+  /// the builder's insertion point. `args` are the module's arguments (in
+  /// instances there are none).
+  LogicalResult importNodes(const json::Array &nodes, bool inModule,
+                            const Twine &where, unsigned line,
+                            SmallVectorImpl<SmallVector<Value, 2>> &results,
+                            Block *moduleBody);
+  FailureOr<Value> resolve(const json::Value &ref,
+                           ArrayRef<SmallVector<Value, 2>> results,
+                           size_t self, Location loc);
+  FailureOr<SmallVector<int64_t>> parseShape(const json::Value *v,
+                                             Location loc, StringRef field);
+  FailureOr<RankedTensorType> paramType(StringRef name, Location loc,
+                                        StringRef role);
+
+  MLIRContext &ctx;
+  std::string fileName;
+  OpBuilder b;
+  OwningOpRef<ModuleOp> module;
+  llvm::StringMap<RankedTensorType> params;
+  llvm::StringMap<func::FuncOp> modules;
+  size_t numInstances = 0;
+};
+
+} // namespace
+
+FailureOr<SmallVector<int64_t>>
+JsonImporter::parseShape(const json::Value *v, Location loc, StringRef field) {
+  const json::Array *arr = v ? v->getAsArray() : nullptr;
+  if (!arr || arr->empty())
+    return error(loc) << "'" << field
+                      << "' must be a non-empty list of positive integers";
+  SmallVector<int64_t> shape;
+  int64_t elements = 1;
+  for (const json::Value &d : *arr) {
+    std::optional<int64_t> n = d.getAsInteger();
+    if (!n || *n <= 0)
+      return error(loc) << "'" << field
+                        << "' must be a non-empty list of positive integers";
+    if (*n > kMaxElements || elements > kMaxElements / *n)
+      return error(loc) << "'" << field << "' has more than 2^34 elements";
+    elements *= *n;
+    shape.push_back(*n);
+  }
+  return shape;
+}
+
+FailureOr<RankedTensorType>
+JsonImporter::paramType(StringRef name, Location loc, StringRef role) {
+  auto it = params.find(name);
+  if (it == params.end())
+    return error(loc) << "unknown parameter '" << name << "' as " << role;
+  return it->second;
+}
+
+LogicalResult JsonImporter::beginModule(unsigned line) {
+  module = ModuleOp::create(FileLineColLoc::get(&ctx, fileName, line, 1));
+  b.setInsertionPointToEnd(module->getBody());
+  return success();
+}
+
+LogicalResult JsonImporter::importParams(const json::Array &list,
+                                         unsigned line) {
+  for (auto [i, v] : llvm::enumerate(list)) {
+    Location loc = place(line, llvm::formatv("param {0}", i));
+    const json::Object *o = v.getAsObject();
+    std::optional<StringRef> name = o ? o->getString("name") : std::nullopt;
+    if (!name || name->empty())
+      return error(loc) << "a parameter needs a non-empty string 'name'";
+    loc = place(line, llvm::formatv("param '{0}'", *name));
+    if (std::optional<StringRef> dtype = o->getString("dtype"))
+      if (*dtype != "f32" && *dtype != "F32")
+        return error(loc) << "dtype '" << *dtype
+                          << "' is not supported (only f32)";
+    FailureOr<SmallVector<int64_t>> shape =
+        parseShape(o->get("shape"), loc, "shape");
+    if (failed(shape))
+      return failure();
+    if (shape->size() > 2)
+      return error(loc) << "parameters are vectors or matrices, got rank "
+                        << shape->size();
+    if (params.count(*name))
+      return error(loc) << "parameter '" << *name << "' is declared twice";
+    auto type = RankedTensorType::get(*shape, b.getF32Type());
+    params[*name] = type;
+    b.create<ParamOp>(loc, b.getStringAttr(*name), TypeAttr::get(type));
+  }
+  return success();
+}
+
+FailureOr<Value>
+JsonImporter::resolve(const json::Value &ref,
+                      ArrayRef<SmallVector<Value, 2>> results, size_t self,
+                      Location loc) {
+  std::optional<int64_t> node, result = 0;
+  if (const json::Array *pair = ref.getAsArray()) {
+    if (pair->size() == 2) {
+      node = (*pair)[0].getAsInteger();
+      result = (*pair)[1].getAsInteger();
+    }
+  } else {
+    node = ref.getAsInteger();
+  }
+  if (!node || !result)
+    return error(loc) << "an input is a node number or a [node, result] pair";
+  if (*node < 0 || static_cast<size_t>(*node) >= self)
+    return error(loc) << "input refers to node " << *node
+                      << ", which is not an earlier node (inputs must refer "
+                         "backwards; a cycle or a forward reference?)";
+  const SmallVector<Value, 2> &res = results[*node];
+  if (*result < 0 || static_cast<size_t>(*result) >= res.size())
+    return error(loc) << "input refers to result " << *result << " of node "
+                      << *node << ", which has " << res.size() << " result"
+                      << (res.size() == 1 ? "" : "s");
+  return res[*result];
+}
+
+LogicalResult JsonImporter::importNodes(
+    const json::Array &nodes, bool inModule, const Twine &where, unsigned line,
+    SmallVectorImpl<SmallVector<Value, 2>> &results, Block *moduleBody) {
+  Type f32 = b.getF32Type();
+  unsigned argIndex = 0;
+  for (auto [i, nv] : llvm::enumerate(nodes)) {
+    Location loc = place(line, where + llvm::formatv(", node {0}", i));
+    const json::Object *o = nv.getAsObject();
+    std::optional<StringRef> opName = o ? o->getString("op") : std::nullopt;
+    if (!opName)
+      return error(loc) << "a node must be an object with a string 'op'";
+    loc = place(line, where + llvm::formatv(", node {0} ({1})", i, *opName));
+
+    SmallVector<Value, 4> inputs;
+    if (const json::Value *in = o->get("inputs")) {
+      const json::Array *arr = in->getAsArray();
+      if (!arr)
+        return error(loc) << "'inputs' must be a list";
+      for (const json::Value &ref : *arr) {
+        FailureOr<Value> v = resolve(ref, results, i, loc);
+        if (failed(v))
+          return failure();
+        inputs.push_back(*v);
+      }
+    }
+    auto needInputs = [&](size_t n) -> LogicalResult {
+      if (inputs.size() != n)
+        return error(loc) << "'" << *opName << "' takes " << n << " input"
+                          << (n == 1 ? "" : "s") << ", got " << inputs.size();
+      return success();
+    };
+    auto tensorOf = [&](Value v) { return cast<RankedTensorType>(v.getType()); };
+    auto getInt = [&](StringRef key) -> FailureOr<int64_t> {
+      std::optional<int64_t> x = o->getInteger(key);
+      if (!x)
+        return error(loc) << "'" << *opName << "' needs an integer '" << key
+                          << "'";
+      return *x;
+    };
+    auto getName = [&](StringRef key) -> FailureOr<StringRef> {
+      std::optional<StringRef> x = o->getString(key);
+      if (!x)
+        return error(loc) << "'" << *opName << "' needs a string '" << key
+                          << "'";
+      return *x;
+    };
+
+    SmallVector<Value, 2> out;
+    StringRef op = *opName;
+    if (op == "arg") {
+      if (!inModule)
+        return error(loc) << "'arg' nodes belong in modules, not instances";
+      if (failed(needInputs(0)))
+        return failure();
+      out.push_back(moduleBody->getArgument(argIndex++));
+    } else if (op == "embedding") {
+      if (inModule)
+        return error(loc) << "'embedding' reads per-instance data and "
+                             "belongs in instances; pass the row to the "
+                             "module as an argument";
+      FailureOr<StringRef> table = getName("table");
+      FailureOr<int64_t> index = getInt("index");
+      if (failed(table) || failed(index) || failed(needInputs(0)))
+        return failure();
+      FailureOr<RankedTensorType> t = paramType(*table, loc, "table");
+      if (failed(t))
+        return failure();
+      if (t->getRank() != 2)
+        return error(loc) << "table '" << *table << "' is not a matrix";
+      if (*index < 0 || *index >= t->getDimSize(0))
+        return error(loc) << "index " << *index << " is outside table '"
+                          << *table << "' of " << t->getDimSize(0) << " rows";
+      out.push_back(b.create<EmbeddingOp>(
+          loc, RankedTensorType::get({t->getDimSize(1)}, f32),
+          FlatSymbolRefAttr::get(&ctx, *table), b.getI64IntegerAttr(*index)));
+    } else if (op == "linear") {
+      FailureOr<StringRef> weight = getName("weight");
+      if (failed(weight) || failed(needInputs(1)))
+        return failure();
+      FailureOr<RankedTensorType> w = paramType(*weight, loc, "weight");
+      if (failed(w))
+        return failure();
+      if (w->getRank() != 2)
+        return error(loc) << "weight '" << *weight << "' is not a matrix";
+      FlatSymbolRefAttr bias;
+      if (o->get("bias")) {
+        FailureOr<StringRef> bn = getName("bias");
+        if (failed(bn) || failed(paramType(*bn, loc, "bias")))
+          return failure();
+        bias = FlatSymbolRefAttr::get(&ctx, *bn);
+      }
+      SmallVector<int64_t> shape(tensorOf(inputs[0]).getShape());
+      shape.back() = w->getDimSize(0);
+      out.push_back(b.create<LinearOp>(
+          loc, RankedTensorType::get(shape, f32), inputs[0],
+          FlatSymbolRefAttr::get(&ctx, *weight), bias));
+    } else if (op == "add" || op == "mul") {
+      if (failed(needInputs(2)))
+        return failure();
+      if (inputs[0].getType() != inputs[1].getType())
+        return error(loc) << "'" << op << "' needs inputs of one shape, got "
+                          << inputs[0].getType() << " and "
+                          << inputs[1].getType();
+      if (op == "add")
+        out.push_back(b.create<AddOp>(loc, inputs[0], inputs[1]));
+      else
+        out.push_back(b.create<MulOp>(loc, inputs[0], inputs[1]));
+    } else if (op == "sigmoid" || op == "tanh" || op == "relu") {
+      if (failed(needInputs(1)))
+        return failure();
+      if (op == "sigmoid")
+        out.push_back(b.create<SigmoidOp>(loc, inputs[0]));
+      else if (op == "tanh")
+        out.push_back(b.create<TanhOp>(loc, inputs[0]));
+      else
+        out.push_back(b.create<ReluOp>(loc, inputs[0]));
+    } else if (op == "concat") {
+      if (inputs.size() < 2)
+        return error(loc) << "'concat' takes at least 2 inputs, got "
+                          << inputs.size();
+      SmallVector<int64_t> shape(tensorOf(inputs[0]).getShape());
+      shape.back() = 0;
+      for (Value v : inputs)
+        shape.back() += tensorOf(v).getShape().back();
+      out.push_back(b.create<ConcatOp>(loc, RankedTensorType::get(shape, f32),
+                                       inputs));
+    } else if (op == "slice") {
+      FailureOr<int64_t> offset = getInt("offset");
+      FailureOr<int64_t> size = getInt("size");
+      if (failed(offset) || failed(size) || failed(needInputs(1)))
+        return failure();
+      int64_t width = tensorOf(inputs[0]).getShape().back();
+      if (*offset < 0 || *size <= 0 || *offset + *size > width)
+        return error(loc) << "slice (offset " << *offset << ", size " << *size
+                          << ") does not fit in an input of width " << width;
+      SmallVector<int64_t> shape(tensorOf(inputs[0]).getShape());
+      shape.back() = *size;
+      out.push_back(b.create<SliceOp>(loc, RankedTensorType::get(shape, f32),
+                                      inputs[0], b.getI64IntegerAttr(*offset),
+                                      b.getI64IntegerAttr(*size)));
+    } else if (op == "call") {
+      FailureOr<StringRef> callee = getName("module");
+      if (failed(callee))
+        return failure();
+      if (inModule)
+        return error(loc) << "modules cannot call modules yet (inline '"
+                          << *callee << "' into the caller)";
+      auto it = modules.find(*callee);
+      if (it == modules.end())
+        return error(loc) << "unknown module '" << *callee << "'";
+      FunctionType fnType = it->second.getFunctionType();
+      if (fnType.getNumInputs() != inputs.size())
+        return error(loc) << "module '" << *callee << "' takes "
+                          << fnType.getNumInputs() << " inputs, got "
+                          << inputs.size();
+      for (unsigned a = 0; a < inputs.size(); ++a)
+        if (fnType.getInput(a) != inputs[a].getType())
+          return error(loc) << "input " << a << " is " << inputs[a].getType()
+                            << " but module '" << *callee << "' expects "
+                            << fnType.getInput(a);
+      auto call = b.create<CallOp>(loc, fnType.getResults(),
+                                   FlatSymbolRefAttr::get(&ctx, *callee),
+                                   inputs);
+      llvm::append_range(out, call.getResults());
+    } else {
+      return error(loc) << "unknown op '" << op
+                        << "' (expected arg, embedding, linear, add, mul, "
+                           "sigmoid, tanh, relu, concat, slice or call)";
+    }
+    results.push_back(std::move(out));
+  }
+  return success();
+}
+
+LogicalResult JsonImporter::importModule(const json::Value &v, size_t index,
+                                         unsigned line) {
+  Location loc = place(line, llvm::formatv("module {0}", index));
+  const json::Object *o = v.getAsObject();
+  std::optional<StringRef> name = o ? o->getString("name") : std::nullopt;
+  if (!name || name->empty())
+    return error(loc) << "a module needs a non-empty string 'name'";
+  std::string where = llvm::formatv("module '{0}'", *name);
+  loc = place(line, where);
+  if (modules.count(*name) || params.count(*name))
+    return error(loc) << "the name '" << *name << "' is defined twice";
+  const json::Array *nodes = o->getArray("nodes");
+  const json::Array *outputs = o->getArray("outputs");
+  if (!nodes || !outputs)
+    return error(loc) << "a module needs lists 'nodes' and 'outputs'";
+
+  // Arguments first: their types make the function type.
+  SmallVector<Type> argTypes;
+  for (auto [i, nv] : llvm::enumerate(*nodes)) {
+    const json::Object *no = nv.getAsObject();
+    if (!no || no->getString("op") != std::optional<StringRef>("arg"))
+      continue;
+    FailureOr<SmallVector<int64_t>> shape =
+        parseShape(no->get("shape"), place(line, where + llvm::formatv(
+                                                          ", node {0} (arg)", i)),
+                   "shape");
+    if (failed(shape))
+      return failure();
+    argTypes.push_back(RankedTensorType::get(*shape, b.getF32Type()));
+  }
+  auto fn = b.create<func::FuncOp>(loc, *name,
+                                   b.getFunctionType(argTypes, {}));
+  modules[*name] = fn;
+  Block *body = fn.addEntryBlock();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(body);
+  SmallVector<SmallVector<Value, 2>> results;
+  if (failed(importNodes(*nodes, /*inModule=*/true, where, line, results,
+                         body)))
+    return failure();
+  SmallVector<Value> outs;
+  for (const json::Value &ref : *outputs) {
+    FailureOr<Value> v = resolve(ref, results, results.size(),
+                                 place(line, where + ", outputs"));
+    if (failed(v))
+      return failure();
+    outs.push_back(*v);
+  }
+  if (outs.empty())
+    return error(loc) << "a module must have at least one output";
+  b.create<func::ReturnOp>(loc, outs);
+  fn.setFunctionType(b.getFunctionType(argTypes, ValueRange(outs).getTypes()));
+  return success();
+}
+
+LogicalResult JsonImporter::importInstance(const json::Value &v, size_t index,
+                                           unsigned line) {
+  std::string where = llvm::formatv("instance {0}", index);
+  Location loc = place(line, where);
+  const json::Object *o = v.getAsObject();
+  const json::Array *nodes = o ? o->getArray("nodes") : nullptr;
+  const json::Array *outputs = o ? o->getArray("outputs") : nullptr;
+  if (!nodes || !outputs)
+    return error(loc) << "an instance needs lists 'nodes' and 'outputs'";
+  auto inst = b.create<InstanceOp>(loc);
+  OpBuilder::InsertionGuard guard(b);
+  b.createBlock(&inst.getBody());
+  SmallVector<SmallVector<Value, 2>> results;
+  if (failed(importNodes(*nodes, /*inModule=*/false, where, line, results,
+                         nullptr)))
+    return failure();
+  SmallVector<Value> outs;
+  for (const json::Value &ref : *outputs) {
+    FailureOr<Value> v = resolve(ref, results, results.size(),
+                                 place(line, where + ", outputs"));
+    if (failed(v))
+      return failure();
+    outs.push_back(*v);
+  }
+  b.create<OutputOp>(loc, outs);
+  ++numInstances;
+  return success();
+}
+
+LogicalResult JsonImporter::importModel(const json::Object &model,
+                                        unsigned line) {
+  const json::Array *ps = model.getArray("params");
+  const json::Array *ms = model.getArray("modules");
+  if (!ps || !ms)
+    return error(place(line, "model"))
+           << "the model needs lists 'params' and 'modules'";
+  if (failed(importParams(*ps, line)))
+    return failure();
+  for (auto [i, m] : llvm::enumerate(*ms))
+    if (failed(importModule(m, i, line)))
+      return failure();
+  return success();
+}
+
+static LogicalResult checkVersion(const json::Object &o, Location loc) {
+  std::optional<int64_t> version = o.getInteger("dynb");
+  if (!version)
+    return emitError(loc) << "not a dynb interchange file: the top-level "
+                             "object needs \"dynb\": "
+                          << kFormatVersion;
+  if (*version != kFormatVersion)
+    return emitError(loc) << "interchange version " << *version
+                          << " is not supported (this dynb reads version "
+                          << kFormatVersion << ")";
+  return success();
+}
+
+OwningOpRef<ModuleOp> JsonImporter::importDocument(StringRef text) {
+  Location fileLoc = FileLineColLoc::get(&ctx, fileName, 1, 1);
+  llvm::Expected<json::Value> doc = json::parse(text);
+  if (!doc) {
+    emitError(fileLoc) << "invalid JSON: " << llvm::toString(doc.takeError());
+    return nullptr;
+  }
+  const json::Object *top = doc->getAsObject();
+  if (!top) {
+    emitError(fileLoc) << "the document must be a JSON object";
+    return nullptr;
+  }
+  if (failed(checkVersion(*top, fileLoc)) || failed(beginModule(1)))
+    return nullptr;
+  const json::Object *model = top->getObject("model");
+  const json::Array *instances = top->getArray("instances");
+  if (!model || !instances) {
+    emitError(fileLoc) << "the document needs an object 'model' and a list "
+                          "'instances'";
+    return nullptr;
+  }
+  if (failed(importModel(*model, 1)))
+    return nullptr;
+  for (auto [i, inst] : llvm::enumerate(*instances))
+    if (failed(importInstance(inst, i, 1)))
+      return nullptr;
+  return std::move(module);
+}
+
+OwningOpRef<ModuleOp> JsonImporter::importLines(StringRef text) {
+  unsigned lineNo = 0;
+  bool haveHeader = false;
+  while (!text.empty()) {
+    auto [line, rest] = text.split('\n');
+    text = rest;
+    ++lineNo;
+    if (line.trim().empty())
+      continue;
+    Location loc = FileLineColLoc::get(&ctx, fileName, lineNo, 1);
+    llvm::Expected<json::Value> v = json::parse(line);
+    if (!v) {
+      emitError(loc) << "invalid JSON on line " << lineNo << ": "
+                     << llvm::toString(v.takeError());
+      return nullptr;
+    }
+    const json::Object *o = v->getAsObject();
+    if (!o) {
+      emitError(loc) << "each line must be a JSON object";
+      return nullptr;
+    }
+    if (!haveHeader) {
+      haveHeader = true;
+      if (failed(checkVersion(*o, loc)) || failed(beginModule(lineNo)))
+        return nullptr;
+      const json::Object *model = o->getObject("model");
+      if (!model) {
+        emitError(loc) << "the first line needs an object 'model'";
+        return nullptr;
+      }
+      if (failed(importModel(*model, lineNo)))
+        return nullptr;
+      continue;
+    }
+    if (failed(importInstance(*v, numInstances, lineNo)))
+      return nullptr;
+  }
+  if (!haveHeader) {
+    emitError(FileLineColLoc::get(&ctx, fileName, 1, 1))
+        << "the file is empty";
+    return nullptr;
+  }
+  return std::move(module);
+}
+
+OwningOpRef<ModuleOp> dynb::importJsonGraphs(StringRef name, StringRef text,
+                                             MLIRContext &ctx) {
+  registerDynbDialects(ctx);
+  // A JSON Lines file's first line is a complete object; a document's first
+  // line (unless the whole document is one line) is not.
+  StringRef first = text.ltrim().split('\n').first;
+  bool lines = name.ends_with(".jsonl");
+  if (!lines && !name.ends_with(".json") && first.size() < text.trim().size()) {
+    llvm::Expected<json::Value> probe = json::parse(first);
+    if (probe)
+      lines = true;
+    else
+      llvm::consumeError(probe.takeError());
+  }
+  JsonImporter importer(name, ctx);
+  OwningOpRef<ModuleOp> module =
+      lines ? importer.importLines(text) : importer.importDocument(text);
+  if (module && failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+
+OwningOpRef<ModuleOp> dynb::importGraphFile(StringRef path, MLIRContext &ctx,
+                                            llvm::SourceMgr &sourceMgr) {
+  registerDynbDialects(ctx);
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buf =
+      llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
+  if (!buf) {
+    emitError(UnknownLoc::get(&ctx))
+        << "cannot read '" << path << "': " << buf.getError().message();
+    return nullptr;
+  }
+  if (path.ends_with(".mlir")) {
+    sourceMgr.AddNewSourceBuffer(std::move(*buf), llvm::SMLoc());
+    return parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  }
+  return importJsonGraphs(path, (*buf)->getBuffer(), ctx);
+}

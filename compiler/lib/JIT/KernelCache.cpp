@@ -1,0 +1,115 @@
+//===- KernelCache.cpp - Compile each module once -------------------------===//
+#include "dynb/JIT/KernelCache.h"
+#include "dynb/Dialect/DynbOps.h"
+#include "dynb/JIT/KernelCompiler.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+
+using namespace mlir;
+using namespace dynb;
+
+KernelCache::KernelCache(MLIRContext &ctx)
+    : ctx_(ctx), scratch_(ModuleOp::create(UnknownLoc::get(&ctx))) {}
+KernelCache::~KernelCache() = default;
+
+static std::string printedKey(func::FuncOp fn) {
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  fn->print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
+  return os.str();
+}
+
+static RankedTensorType dropBatch(Type t) {
+  auto r = cast<RankedTensorType>(t);
+  return RankedTensorType::get(r.getShape().drop_front(), r.getElementType());
+}
+
+FailureOr<func::FuncOp> KernelCache::wrapOp(Operation *op) {
+  SmallVector<Type> args, results;
+  for (Type t : op->getOperandTypes())
+    args.push_back(dropBatch(t));
+  for (Type t : op->getResultTypes())
+    results.push_back(dropBatch(t));
+  OpBuilder b = OpBuilder::atBlockEnd(scratch_->getBody());
+  std::string name = "op_" + op->getName().stripDialect().str() + "_" +
+                     std::to_string(entries_.size());
+  auto fn = b.create<func::FuncOp>(op->getLoc(), name,
+                                   b.getFunctionType(args, results));
+  Block *body = fn.addEntryBlock();
+  b.setInsertionPointToEnd(body);
+  OperationState state(op->getLoc(), op->getName());
+  state.addOperands(body->getArguments());
+  state.addAttributes(op->getAttrs());
+  state.addTypes(results);
+  Operation *clone = b.create(state);
+  b.create<func::ReturnOp>(op->getLoc(), clone->getResults());
+  return fn;
+}
+
+FailureOr<const LoweredModule *>
+KernelCache::lookupOrCompile(func::FuncOp fn, StringRef tag) {
+  std::string key = printedKey(fn);
+  auto it = entries_.find(key);
+  if (it != entries_.end()) {
+    ++stats_.hits;
+    return it->second.get();
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto lowered = lowerModuleBody(fn, tag);
+  if (failed(lowered) || failed(jitCompile(**lowered)))
+    return failure();
+  stats_.jitSeconds += std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+  ++stats_.compiled;
+  LoweredModule *result = lowered->get();
+  entries_[key] = std::move(*lowered);
+  return result;
+}
+
+FailureOr<const LoweredModule *> KernelCache::getModule(func::FuncOp fn) {
+  return lookupOrCompile(fn, ("m" + std::to_string(entries_.size()) + "_" +
+                              fn.getName())
+                                 .str());
+}
+
+FailureOr<const LoweredModule *> KernelCache::getOp(Operation *batchedOp) {
+  FailureOr<func::FuncOp> fn = wrapOp(batchedOp);
+  if (failed(fn))
+    return failure();
+  // The wrapper's name differs per call; key on the op alone.
+  std::string name = fn->getName().str();
+  fn->setName("op");
+  std::string key = printedKey(*fn);
+  auto it = entries_.find(key);
+  if (it != entries_.end()) {
+    ++stats_.hits;
+    fn->erase();
+    return it->second.get();
+  }
+  fn->setName(name);
+  auto start = std::chrono::steady_clock::now();
+  auto lowered = lowerModuleBody(*fn, name);
+  if (failed(lowered) || failed(jitCompile(**lowered)))
+    return failure();
+  stats_.jitSeconds += std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+  ++stats_.compiled;
+  LoweredModule *result = lowered->get();
+  entries_[key] = std::move(*lowered);
+  return result;
+}
+
+FailureOr<std::unique_ptr<LoweredModule>>
+KernelCache::lowerOnly(Operation *op) {
+  if (auto fn = dyn_cast<func::FuncOp>(op))
+    return lowerModuleBody(fn, fn.getName());
+  FailureOr<func::FuncOp> fn = wrapOp(op);
+  if (failed(fn))
+    return failure();
+  return lowerModuleBody(*fn, fn->getName());
+}

@@ -1,0 +1,149 @@
+//===- KernelCompiler.cpp - The lowering pipeline and the ORC JIT ---------===//
+#include "dynb/JIT/KernelCompiler.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/TargetSelect.h"
+
+using namespace mlir;
+using namespace dynb;
+
+namespace {
+
+/// Expands tanh and exp into polynomials over arith ops.
+struct ExpandMathPass
+    : public PassWrapper<ExpandMathPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExpandMathPass)
+  StringRef getArgument() const final { return "dynb-expand-math"; }
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateMathPolynomialApproximationPatterns(patterns);
+    if (failed(applyPatternsAndFoldGreedily(getOperation(),
+                                            std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+void initializeNativeTarget() {
+  static bool done = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return true;
+  }();
+  (void)done;
+}
+
+llvm::TargetMachine *hostTargetMachine() {
+  initializeNativeTarget();
+  static std::unique_ptr<llvm::TargetMachine> tm = [] {
+    auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!builder) {
+      llvm::consumeError(builder.takeError());
+      return std::unique_ptr<llvm::TargetMachine>();
+    }
+    builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+    auto made = builder->createTargetMachine();
+    if (!made) {
+      llvm::consumeError(made.takeError());
+      return std::unique_ptr<llvm::TargetMachine>();
+    }
+    return std::move(*made);
+  }();
+  return tm.get();
+}
+
+} // namespace
+
+LogicalResult dynb::lowerKernelsToLLVMDialect(ModuleOp kernels) {
+  MLIRContext *ctx = kernels.getContext();
+  loadLoweringDialects(*ctx);
+  PassManager pm(ctx);
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(std::make_unique<ExpandMathPass>());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertSCFToCFPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  return pm.run(kernels);
+}
+
+static void registerTranslations(MLIRContext &ctx) {
+  DialectRegistry registry;
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  ctx.appendDialectRegistry(registry);
+}
+
+LogicalResult dynb::printOptimizedLLVMIR(ModuleOp kernels,
+                                         llvm::raw_ostream &os) {
+  registerTranslations(*kernels.getContext());
+  llvm::LLVMContext llvmCtx;
+  std::unique_ptr<llvm::Module> mod = translateModuleToLLVMIR(kernels, llvmCtx);
+  if (!mod)
+    return kernels.emitError("translation to LLVM IR failed");
+  llvm::TargetMachine *tm = hostTargetMachine();
+  if (tm) {
+    mod->setDataLayout(tm->createDataLayout());
+    mod->setTargetTriple(tm->getTargetTriple().getTriple());
+  }
+  auto optimize = makeOptimizingTransformer(3, 0, tm);
+  if (llvm::Error e = optimize(mod.get()))
+    return kernels.emitError("LLVM optimisation failed: ")
+           << llvm::toString(std::move(e));
+  mod->print(os, nullptr);
+  return success();
+}
+
+LogicalResult dynb::jitCompile(LoweredModule &lowered) {
+  ModuleOp kernels = *lowered.kernels;
+  if (failed(lowerKernelsToLLVMDialect(kernels)))
+    return failure();
+  registerTranslations(*kernels.getContext());
+  initializeNativeTarget();
+  ExecutionEngineOptions opts;
+  opts.transformer = makeOptimizingTransformer(3, 0, hostTargetMachine());
+  opts.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  auto engine = ExecutionEngine::create(kernels, opts);
+  if (!engine)
+    return kernels.emitError("JIT compilation failed: ")
+           << llvm::toString(engine.takeError());
+  lowered.kernelFns.clear();
+  for (const std::string &name : lowered.kernelNames) {
+    auto fn = (*engine)->lookupPacked("_mlir_ciface_" + name);
+    if (!fn)
+      return kernels.emitError("kernel '")
+             << name << "' not found after JIT: "
+             << llvm::toString(fn.takeError());
+    lowered.kernelFns.push_back(reinterpret_cast<rt::KernelFn>(*fn));
+  }
+  lowered.engine = std::move(*engine);
+  return success();
+}

@@ -1,0 +1,374 @@
+//===- ModuleLowering.cpp - Module bodies to GEMM steps and fused kernels -===//
+#include "dynb/Lowering/ModuleLowering.h"
+#include "dynb/Dialect/DynbOps.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace dynb;
+
+LoweredModule::LoweredModule() = default;
+LoweredModule::~LoweredModule() = default;
+
+void dynb::loadLoweringDialects(MLIRContext &ctx) {
+  ctx.loadDialect<affine::AffineDialect, arith::ArithDialect,
+                  cf::ControlFlowDialect, func::FuncDialect,
+                  linalg::LinalgDialect, LLVM::LLVMDialect, math::MathDialect,
+                  memref::MemRefDialect, scf::SCFDialect>();
+}
+
+static void printSlot(llvm::raw_ostream &os, const SlotRef &s) {
+  os << (s.kind == SlotRef::Kind::Arg ? "arg" : "t") << s.index << "[:, "
+     << s.col << ":" << s.col + s.cols << "]";
+}
+
+void LoweredModule::printSteps(llvm::raw_ostream &os) const {
+  os << "// module @" << name << ": " << steps.size() << " steps, "
+     << localCols.size() << " local buffers [N x cols] (";
+  llvm::interleaveComma(localCols, os);
+  os << ")\n";
+  for (auto [i, s] : llvm::enumerate(steps)) {
+    os << "//   step " << i << ": ";
+    if (s.kind == LoweredStep::Kind::Gemm) {
+      printSlot(os, s.c);
+      os << " = gemm(";
+      printSlot(os, s.a);
+      os << ", @" << s.weight << "^T";
+      if (!s.bias.empty())
+        os << ") + @" << s.bias;
+      else
+        os << ")";
+      os << "   (oneDNN)\n";
+    } else {
+      os << "call @" << kernelNames[s.kernel] << "(";
+      llvm::interleaveComma(s.args, os,
+                            [&](const SlotRef &r) { printSlot(os, r); });
+      os << ")\n";
+    }
+  }
+  os << "//   results: ";
+  llvm::interleaveComma(results, os, [&](const SlotRef &r) { printSlot(os, r); });
+  os << "\n";
+}
+
+namespace {
+
+bool isElementwise(Operation *op) {
+  return isa<AddOp, MulOp, SigmoidOp, TanhOp, ReluOp>(op);
+}
+
+int64_t widthOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape().back();
+}
+
+/// Builds the kernels module and the step list of one module body.
+class BodyLowering {
+public:
+  BodyLowering(func::FuncOp fn, StringRef prefix, LoweredModule &out)
+      : fn(fn), prefix(prefix.str()), out(out),
+        b(fn.getContext()), f32(b.getF32Type()) {
+    out.kernels = ModuleOp::create(fn.getLoc());
+  }
+
+  LogicalResult run();
+
+private:
+  SlotRef newLocal(int64_t cols) {
+    out.localCols.push_back(cols);
+    return {SlotRef::Kind::Local,
+            static_cast<unsigned>(out.localCols.size() - 1), 0, cols};
+  }
+  MemRefType slotType(int64_t cols) {
+    auto layout = StridedLayoutAttr::get(
+        b.getContext(), ShapedType::kDynamic, {ShapedType::kDynamic, 1});
+    return MemRefType::get({ShapedType::kDynamic, cols}, f32, layout);
+  }
+  /// The slot of a value, flushing the pending cluster if it computes it.
+  FailureOr<SlotRef> materialize(Value v);
+  LogicalResult flushCluster();
+  func::FuncOp newKernel(ArrayRef<int64_t> argCols, StringRef what);
+  void emitConcat(ConcatOp op);
+  Value emitScalar(OpBuilder &kb, Operation *op, ArrayRef<Value> operands);
+
+  func::FuncOp fn;
+  std::string prefix;
+  LoweredModule &out;
+  OpBuilder b;
+  Type f32;
+  DenseMap<Value, SlotRef> slots;
+  llvm::SetVector<Operation *> cluster;
+  int64_t clusterWidth = 0;
+};
+
+} // namespace
+
+func::FuncOp BodyLowering::newKernel(ArrayRef<int64_t> argCols,
+                                     StringRef what) {
+  SmallVector<Type> types;
+  for (int64_t c : argCols)
+    types.push_back(slotType(c));
+  std::string name = prefix + "_k" + std::to_string(out.kernelNames.size());
+  OpBuilder kb = OpBuilder::atBlockEnd(out.kernels->getBody());
+  auto kfn = kb.create<func::FuncOp>(fn.getLoc(), name,
+                                     kb.getFunctionType(types, {}));
+  kfn->setAttr("llvm.emit_c_interface", kb.getUnitAttr());
+  kfn->setAttr("dynb.kernel", kb.getStringAttr(what));
+  kfn.addEntryBlock();
+  out.kernelNames.push_back(name);
+  return kfn;
+}
+
+Value BodyLowering::emitScalar(OpBuilder &kb, Operation *op,
+                               ArrayRef<Value> x) {
+  Location loc = op->getLoc();
+  if (isa<AddOp>(op))
+    return kb.create<arith::AddFOp>(loc, x[0], x[1]);
+  if (isa<MulOp>(op))
+    return kb.create<arith::MulFOp>(loc, x[0], x[1]);
+  if (isa<TanhOp>(op))
+    return kb.create<math::TanhOp>(loc, x[0]);
+  if (isa<ReluOp>(op)) {
+    Value zero = kb.create<arith::ConstantOp>(loc, kb.getF32FloatAttr(0.0f));
+    return kb.create<arith::MaximumFOp>(loc, x[0], zero);
+  }
+  assert(isa<SigmoidOp>(op) && "not an elementwise op");
+  // 1 / (1 + exp(-x)): exp overflows to +inf for very negative x, which
+  // gives the correct limit 0.
+  Value one = kb.create<arith::ConstantOp>(loc, kb.getF32FloatAttr(1.0f));
+  Value neg = kb.create<arith::NegFOp>(loc, x[0]);
+  Value e = kb.create<math::ExpOp>(loc, neg);
+  Value den = kb.create<arith::AddFOp>(loc, one, e);
+  return kb.create<arith::DivFOp>(loc, one, den);
+}
+
+LogicalResult BodyLowering::flushCluster() {
+  if (cluster.empty())
+    return success();
+  // Inputs: values from outside the cluster, in first-use order. Outputs:
+  // cluster values that something outside the cluster still needs.
+  llvm::MapVector<Value, unsigned> inputs;
+  SmallVector<Value> outputs;
+  for (Operation *op : cluster)
+    for (Value v : op->getOperands())
+      if (!cluster.contains(v.getDefiningOp()))
+        inputs.insert({v, inputs.size()});
+  for (Operation *op : cluster)
+    for (Operation *user : op->getResult(0).getUsers())
+      if (!cluster.contains(user)) {
+        outputs.push_back(op->getResult(0));
+        break;
+      }
+
+  SmallVector<int64_t> argCols(inputs.size() + outputs.size(), clusterWidth);
+  std::string what;
+  llvm::raw_string_ostream os(what);
+  os << "fused ";
+  llvm::interleave(
+      cluster, os, [&](Operation *op) { os << op->getName().stripDialect(); },
+      ",");
+  func::FuncOp kfn = newKernel(argCols, os.str());
+
+  LoweredStep step;
+  step.kind = LoweredStep::Kind::Kernel;
+  step.kernel = out.kernelNames.size() - 1;
+  for (auto &kv : inputs)
+    step.args.push_back(slots.lookup(kv.first));
+  for (Value v : outputs) {
+    SlotRef s = newLocal(clusterWidth);
+    slots[v] = s;
+    step.args.push_back(s);
+  }
+
+  Block &entry = kfn.getBody().front();
+  OpBuilder kb = OpBuilder::atBlockEnd(&entry);
+  Location loc = fn.getLoc();
+  SmallVector<Value> ins(entry.getArguments().take_front(inputs.size()));
+  SmallVector<Value> outs(entry.getArguments().drop_front(inputs.size()));
+  SmallVector<AffineMap> maps(ins.size() + outs.size(),
+                              kb.getMultiDimIdentityMap(2));
+  SmallVector<utils::IteratorType> iters(2, utils::IteratorType::parallel);
+  kb.create<linalg::GenericOp>(
+      loc, TypeRange{}, ins, outs, maps, iters,
+      [&](OpBuilder &nb, Location, ValueRange args) {
+        DenseMap<Value, Value> scalar;
+        for (auto &kv : inputs)
+          scalar[kv.first] = args[kv.second];
+        for (Operation *op : cluster) {
+          SmallVector<Value, 2> operands;
+          for (Value v : op->getOperands())
+            operands.push_back(scalar.lookup(v));
+          scalar[op->getResult(0)] = emitScalar(nb, op, operands);
+        }
+        SmallVector<Value> yields;
+        for (Value v : outputs)
+          yields.push_back(scalar.lookup(v));
+        nb.create<linalg::YieldOp>(loc, yields);
+      });
+  kb.create<func::ReturnOp>(loc);
+  out.steps.push_back(std::move(step));
+  cluster.clear();
+  clusterWidth = 0;
+  return success();
+}
+
+void BodyLowering::emitConcat(ConcatOp op) {
+  // Each input is copied into its column window of one local buffer, by one
+  // kernel holding a copy per input.
+  SlotRef dst = newLocal(widthOf(op.getResult()));
+  SmallVector<int64_t> argCols;
+  for (Value v : op.getInputs())
+    argCols.push_back(widthOf(v));
+  for (Value v : op.getInputs())
+    argCols.push_back(widthOf(v));
+  func::FuncOp kfn = newKernel(argCols, "concat");
+  LoweredStep step;
+  step.kind = LoweredStep::Kind::Kernel;
+  step.kernel = out.kernelNames.size() - 1;
+  for (Value v : op.getInputs())
+    step.args.push_back(slots.lookup(v));
+  int64_t col = 0;
+  for (Value v : op.getInputs()) {
+    step.args.push_back({dst.kind, dst.index, col, widthOf(v)});
+    col += widthOf(v);
+  }
+  Block &entry = kfn.getBody().front();
+  OpBuilder kb = OpBuilder::atBlockEnd(&entry);
+  unsigned n = op.getInputs().size();
+  SmallVector<utils::IteratorType> iters(2, utils::IteratorType::parallel);
+  for (unsigned i = 0; i < n; ++i) {
+    SmallVector<AffineMap> maps(2, kb.getMultiDimIdentityMap(2));
+    kb.create<linalg::GenericOp>(
+        op.getLoc(), TypeRange{}, ValueRange{entry.getArgument(i)},
+        ValueRange{entry.getArgument(n + i)}, maps, iters,
+        [&](OpBuilder &nb, Location loc, ValueRange args) {
+          nb.create<linalg::YieldOp>(loc, args[0]);
+        });
+  }
+  kb.create<func::ReturnOp>(op.getLoc());
+  out.steps.push_back(std::move(step));
+  slots[op.getResult()] = dst;
+}
+
+FailureOr<SlotRef> BodyLowering::materialize(Value v) {
+  auto it = slots.find(v);
+  if (it != slots.end())
+    return it->second;
+  if (cluster.contains(v.getDefiningOp())) {
+    if (failed(flushCluster()))
+      return failure();
+    return slots.lookup(v);
+  }
+  return emitError(v.getLoc()) << "value has no buffer (internal error)";
+}
+
+LogicalResult BodyLowering::run() {
+  out.name = fn.getName().str();
+  for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
+    auto t = dyn_cast<RankedTensorType>(arg.getType());
+    if (!t || t.getRank() != 1 || !t.hasStaticShape())
+      return fn.emitError() << "module @" << fn.getName() << ": argument "
+                            << i
+                            << " must be a static 1-D tensor per instance "
+                               "(other ranks are not lowered yet)";
+    out.argCols.push_back(t.getDimSize(0));
+    slots[arg] = {SlotRef::Kind::Arg, static_cast<unsigned>(i), 0,
+                  t.getDimSize(0)};
+  }
+  for (Operation &opRef : fn.getBody().front()) {
+    Operation *op = &opRef;
+    for (Value r : op->getResults()) {
+      auto t = dyn_cast<RankedTensorType>(r.getType());
+      if (!t || t.getRank() != 1 || !t.hasStaticShape())
+        return op->emitOpError()
+               << "results must be static 1-D tensors per instance to be "
+                  "lowered (other ranks are not lowered yet)";
+    }
+    if (isElementwise(op)) {
+      int64_t w = widthOf(op->getResult(0));
+      if (!cluster.empty() && w != clusterWidth && failed(flushCluster()))
+        return failure();
+      for (Value v : op->getOperands())
+        if (!cluster.contains(v.getDefiningOp()) && failed(materialize(v)))
+          return failure();
+      cluster.insert(op);
+      clusterWidth = w;
+      continue;
+    }
+    if (auto slice = dyn_cast<SliceOp>(op)) {
+      FailureOr<SlotRef> in = materialize(slice.getInput());
+      if (failed(in))
+        return failure();
+      slots[slice.getResult()] = {in->kind, in->index,
+                                  in->col + slice.getOffset(),
+                                  slice.getSize()};
+      continue;
+    }
+    if (auto linear = dyn_cast<LinearOp>(op)) {
+      FailureOr<SlotRef> in = materialize(linear.getInput());
+      if (failed(in))
+        return failure();
+      LoweredStep step;
+      step.kind = LoweredStep::Kind::Gemm;
+      step.a = *in;
+      step.weight = linear.getWeight().str();
+      if (auto bias = linear.getBias())
+        step.bias = bias->str();
+      step.c = newLocal(widthOf(linear.getResult()));
+      slots[linear.getResult()] = step.c;
+      out.steps.push_back(std::move(step));
+      continue;
+    }
+    if (auto concat = dyn_cast<ConcatOp>(op)) {
+      for (Value v : concat.getInputs())
+        if (failed(materialize(v)))
+          return failure();
+      emitConcat(concat);
+      continue;
+    }
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (Value v : ret.getOperands()) {
+        FailureOr<SlotRef> s = materialize(v);
+        if (failed(s))
+          return failure();
+        out.results.push_back(*s);
+      }
+      continue;
+    }
+    if (isa<CallOp>(op))
+      return op->emitOpError() << "inside module @" << fn.getName()
+                               << ": modules cannot call modules yet";
+    if (isa<EmbeddingOp>(op))
+      return op->emitOpError()
+             << "inside module @" << fn.getName()
+             << ": embeddings read per-instance data and belong in instances";
+    return op->emitOpError() << "cannot be lowered inside module @"
+                             << fn.getName();
+  }
+  return flushCluster();
+}
+
+FailureOr<std::unique_ptr<LoweredModule>>
+dynb::lowerModuleBody(func::FuncOp fn, StringRef kernelPrefix) {
+  loadLoweringDialects(*fn.getContext());
+  auto out = std::make_unique<LoweredModule>();
+  if (fn.getBody().empty())
+    return fn.emitError() << "module @" << fn.getName() << " has no body";
+  BodyLowering lowering(fn, kernelPrefix, *out);
+  if (failed(lowering.run()))
+    return failure();
+  return out;
+}

@@ -1,0 +1,209 @@
+//===- PlanBuilder.cpp - Schedules to runtime plans -----------------------===//
+#include "dynb/Lowering/PlanBuilder.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+using namespace dynb;
+
+namespace {
+
+int64_t rowWidth(Type t) {
+  auto r = cast<RankedTensorType>(t);
+  int64_t w = 1;
+  for (int64_t d : r.getShape().drop_front())
+    w *= d;
+  return w;
+}
+
+class PlanEmitter {
+public:
+  PlanEmitter(ScheduleOp schedule, KernelCache &cache, PlanStats &stats)
+      : schedule(schedule), cache(cache), stats(stats) {}
+
+  FailureOr<rt::Plan> run();
+
+private:
+  rt::BufferId paramBuffer(StringRef name);
+  rt::Region fullRegion(rt::BufferId id) {
+    const rt::BufferDesc &d = plan.buffers[id];
+    return {id, 0, d.rows, 0, d.cols};
+  }
+  rt::Region newValue(int64_t rows, int64_t cols) {
+    return fullRegion(plan.addArenaBuffer(rows, cols));
+  }
+  void emitGather(GatherOp op);
+  void emitModule(const LoweredModule &m, Operation *launch);
+  /// A copy of `r` into a fresh buffer whose columns start at 0.
+  rt::Region compact(const rt::Region &r);
+
+  ScheduleOp schedule;
+  KernelCache &cache;
+  PlanStats &stats;
+  rt::Plan plan;
+  DenseMap<Value, rt::Region> regions;
+  llvm::StringMap<rt::BufferId> params;
+};
+
+} // namespace
+
+rt::BufferId PlanEmitter::paramBuffer(StringRef name) {
+  auto it = params.find(name);
+  if (it != params.end())
+    return it->second;
+  auto module = schedule->getParentOfType<ModuleOp>();
+  auto param = module.lookupSymbol<ParamOp>(name);
+  assert(param && "the verifier checked every parameter reference");
+  ArrayRef<int64_t> shape = param.getTensorType().getShape();
+  int64_t rows = shape.size() == 2 ? shape[0] : 1;
+  int64_t cols = shape.back();
+  rt::BufferId id = plan.addParameterBuffer(name.str(), rows, cols);
+  params[name] = id;
+  return id;
+}
+
+rt::Region PlanEmitter::compact(const rt::Region &r) {
+  rt::Region dst = newValue(r.rows, r.cols);
+  rt::Step step;
+  step.kind = rt::Step::Kind::Gather;
+  step.gather.dst = dst;
+  step.gather.srcCol = r.col;
+  for (int64_t i = 0; i < r.rows; ++i)
+    step.gather.sources.push_back({r.buffer, r.row + i});
+  plan.steps.push_back(std::move(step));
+  return dst;
+}
+
+void PlanEmitter::emitGather(GatherOp op) {
+  ArrayRef<int64_t> pairs = op.getRows();
+  int64_t n = pairs.size() / 2;
+  // Consecutive rows of one value: a view, no copy.
+  bool consecutive = true;
+  for (int64_t i = 1; i < n && consecutive; ++i)
+    consecutive = pairs[2 * i] == pairs[0] &&
+                  pairs[2 * i + 1] == pairs[1] + i;
+  if (consecutive) {
+    rt::Region src = regions.lookup(op.getSources()[pairs[0]]);
+    src.row += pairs[1];
+    src.rows = n;
+    regions[op.getResult()] = src;
+    ++stats.gathersAsViews;
+    return;
+  }
+  // One copy step reads every source at one column offset; sources that
+  // are column windows at other offsets are compacted first (rare: only
+  // modules that return slices produce them).
+  SmallVector<rt::Region> srcs;
+  for (Value v : op.getSources())
+    srcs.push_back(regions.lookup(v));
+  bool mixed = llvm::any_of(
+      srcs, [&](const rt::Region &r) { return r.col != srcs.front().col; });
+  if (mixed)
+    for (rt::Region &r : srcs)
+      if (r.col != 0)
+        r = compact(r);
+
+  rt::Region dst = newValue(n, rowWidth(op.getType()));
+  rt::Step step;
+  step.kind = rt::Step::Kind::Gather;
+  step.gather.dst = dst;
+  step.gather.srcCol = srcs.front().col;
+  step.gather.sources.reserve(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const rt::Region &src = srcs[pairs[2 * i]];
+    step.gather.sources.push_back({src.buffer, src.row + pairs[2 * i + 1]});
+  }
+  plan.steps.push_back(std::move(step));
+  regions[op.getResult()] = dst;
+  ++stats.gathersCopied;
+}
+
+void PlanEmitter::emitModule(const LoweredModule &m, Operation *launch) {
+  int64_t n = cast<RankedTensorType>(launch->getNumOperands()
+                                         ? launch->getOperand(0).getType()
+                                         : launch->getResult(0).getType())
+                  .getDimSize(0);
+  SmallVector<rt::Region> args;
+  for (Value v : launch->getOperands())
+    args.push_back(regions.lookup(v));
+  SmallVector<rt::BufferId> locals;
+  for (int64_t cols : m.localCols)
+    locals.push_back(plan.addArenaBuffer(n, cols));
+  auto resolve = [&](const SlotRef &s) {
+    rt::Region base = s.kind == SlotRef::Kind::Arg
+                          ? args[s.index]
+                          : rt::Region{locals[s.index], 0, n, 0, 0};
+    return rt::Region{base.buffer, base.row, n, base.col + s.col, s.cols};
+  };
+  for (const LoweredStep &s : m.steps) {
+    rt::Step step;
+    if (s.kind == LoweredStep::Kind::Gemm) {
+      step.kind = rt::Step::Kind::Gemm;
+      step.gemm.a = resolve(s.a);
+      step.gemm.c = resolve(s.c);
+      step.gemm.weight = paramBuffer(s.weight);
+      step.gemm.hasBias = !s.bias.empty();
+      if (step.gemm.hasBias)
+        step.gemm.bias = paramBuffer(s.bias);
+    } else {
+      step.kind = rt::Step::Kind::Kernel;
+      step.kernel.fn = m.kernelFns[s.kernel];
+      step.kernel.name = m.kernelNames[s.kernel];
+      step.kernel.rows = n;
+      for (const SlotRef &a : s.args)
+        step.kernel.args.push_back(resolve(a));
+    }
+    plan.steps.push_back(std::move(step));
+  }
+  for (auto [i, r] : llvm::enumerate(m.results))
+    regions[launch->getResult(i)] = resolve(r);
+}
+
+FailureOr<rt::Plan> PlanEmitter::run() {
+  for (Operation &op : schedule.getBody().front()) {
+    if (auto lookup = dyn_cast<LookupOp>(op)) {
+      ArrayRef<int64_t> idx = lookup.getIndices();
+      rt::Region dst =
+          newValue(idx.size(), rowWidth(lookup.getResult().getType()));
+      rt::Step step;
+      step.kind = rt::Step::Kind::Gather;
+      step.gather.dst = dst;
+      rt::BufferId table = paramBuffer(lookup.getTable());
+      for (int64_t i : idx)
+        step.gather.sources.push_back({table, i});
+      plan.steps.push_back(std::move(step));
+      regions[lookup.getResult()] = dst;
+      ++stats.launches;
+    } else if (auto gather = dyn_cast<GatherOp>(op)) {
+      emitGather(gather);
+    } else if (auto yield = dyn_cast<YieldOp>(op)) {
+      for (Value v : yield.getValues())
+        plan.outputs.push_back(regions.lookup(v));
+    } else if (auto call = dyn_cast<BatchedCallOp>(op)) {
+      auto callee = schedule->getParentOfType<ModuleOp>()
+                        .lookupSymbol<func::FuncOp>(call.getCallee());
+      FailureOr<const LoweredModule *> m = cache.getModule(callee);
+      if (failed(m))
+        return failure();
+      emitModule(**m, &op);
+      ++stats.launches;
+    } else {
+      FailureOr<const LoweredModule *> m = cache.getOp(&op);
+      if (failed(m))
+        return failure();
+      emitModule(**m, &op);
+      ++stats.launches;
+    }
+  }
+  rt::planArena(plan);
+  return std::move(plan);
+}
+
+FailureOr<rt::Plan> dynb::buildPlan(ScheduleOp schedule, KernelCache &cache,
+                                    PlanStats *stats) {
+  PlanStats local;
+  PlanEmitter emitter(schedule, cache, stats ? *stats : local);
+  return emitter.run();
+}

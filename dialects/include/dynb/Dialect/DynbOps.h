@@ -1,0 +1,24 @@
+//===- DynbOps.h - The dynb dialect's operations ----------------*- C++ -*-===//
+#ifndef DYNB_DIALECT_DYNBOPS_H
+#define DYNB_DIALECT_DYNBOPS_H
+
+#include "dynb/Dialect/DynbDialect.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/RegionKindInterface.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "dynb/Dialect/DynbOps.h.inc"
+
+namespace dynb {
+/// Looks up the parameter `name` from `from` (any op below the module).
+ParamOp lookupParam(mlir::Operation *from, mlir::SymbolTableCollection &tables,
+                    mlir::FlatSymbolRefAttr name);
+} // namespace dynb
+
+#endif // DYNB_DIALECT_DYNBOPS_H

@@ -1,0 +1,256 @@
+//===- DynbOps.td - The dynb dialect's operations ----------*- tablegen -*-===//
+#ifndef DYNB_OPS_TD
+#define DYNB_OPS_TD
+
+include "dynb/Dialect/DynbDialect.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+def Dynb_Tensor : RankedTensorOf<[F32]>;
+
+//===----------------------------------------------------------------------===//
+// The model and the instances
+//===----------------------------------------------------------------------===//
+
+def Dynb_ParamOp : Dynb_Op<"param", [Symbol]> {
+  let summary = "a named parameter tensor shared by every instance";
+  let description = [{
+    Declares a parameter; its values come from a safetensors file (by this
+    name) or from a seed. Parameters are static-shaped f32 tensors of rank 1
+    or 2; matrices are row-major and applied as `W x` (PyTorch's
+    `nn.Linear.weight` layout).
+
+    ```mlir
+    dynb.param @W_iou : tensor<48x16xf32>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<Dynb_Tensor>:$type);
+  let assemblyFormat = "$sym_name `:` $type attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+  }];
+}
+
+def Dynb_InstanceOp : Dynb_Op<"instance", [IsolatedFromAbove, SingleBlock]> {
+  let summary = "one instance's graph, on unbatched values";
+  let description = [{
+    The graph of one instance of the batch, in program order, ending with
+    `dynb.output`. Instances are numbered by their order in the module.
+
+    ```mlir
+    dynb.instance {
+      %x = dynb.embedding @E [3] : tensor<16xf32>
+      %h, %c = dynb.call @leaf(%x) : (tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>)
+      dynb.output %h : tensor<16xf32>
+    }
+    ```
+  }];
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+}
+
+def Dynb_OutputOp : Dynb_Op<"output",
+    [Pure, Terminator, HasParent<"InstanceOp">]> {
+  let summary = "the outputs of an instance";
+  let description = [{
+    Ends an instance and names its outputs. Instances of one batch must have
+    outputs of the same number and types: outputs are stacked, one row an
+    instance.
+  }];
+  let arguments = (ins Variadic<Dynb_Tensor>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Per-instance operations (they also apply to batched values)
+//===----------------------------------------------------------------------===//
+
+def Dynb_EmbeddingOp : Dynb_Op<"embedding",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "row `index` of a 2-D parameter table";
+  let description = [{
+    ```mlir
+    %x = dynb.embedding @E [17] : tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$table, I64Attr:$index);
+  let results = (outs Dynb_Tensor:$result);
+  let assemblyFormat = "$table `[` $index `]` attr-dict `:` type($result)";
+}
+
+def Dynb_LinearOp : Dynb_Op<"linear",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "y = W x + b over the last dimension";
+  let description = [{
+    `weight` is a [N x K] parameter, `bias` an optional [N] one; the input's
+    last dimension is K and the result's is N.
+
+    ```mlir
+    %y = dynb.linear %x weight @W bias @b : tensor<16xf32> -> tensor<48xf32>
+    ```
+  }];
+  let arguments = (ins Dynb_Tensor:$input, FlatSymbolRefAttr:$weight,
+                   OptionalAttr<FlatSymbolRefAttr>:$bias);
+  let results = (outs Dynb_Tensor:$result);
+  let assemblyFormat = [{
+    $input `weight` $weight (`bias` $bias^)? attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+class Dynb_BinaryElementwiseOp<string mnemonic, string what>
+    : Dynb_Op<mnemonic, [Pure, Commutative, SameOperandsAndResultType]> {
+  let summary = "elementwise " # what;
+  let arguments = (ins Dynb_Tensor:$lhs, Dynb_Tensor:$rhs);
+  let results = (outs Dynb_Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Dynb_AddOp : Dynb_BinaryElementwiseOp<"add", "sum">;
+def Dynb_MulOp : Dynb_BinaryElementwiseOp<"mul", "(Hadamard) product">;
+
+class Dynb_UnaryElementwiseOp<string mnemonic, string what>
+    : Dynb_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise " # what;
+  let arguments = (ins Dynb_Tensor:$input);
+  let results = (outs Dynb_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Dynb_SigmoidOp : Dynb_UnaryElementwiseOp<"sigmoid", "logistic function 1 / (1 + exp(-x))">;
+def Dynb_TanhOp : Dynb_UnaryElementwiseOp<"tanh", "hyperbolic tangent">;
+def Dynb_ReluOp : Dynb_UnaryElementwiseOp<"relu", "max(x, 0)">;
+
+def Dynb_ConcatOp : Dynb_Op<"concat", [Pure]> {
+  let summary = "concatenation along the last dimension";
+  let description = [{
+    ```mlir
+    %hh = dynb.concat %h1, %h2 : (tensor<16xf32>, tensor<16xf32>) -> tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Dynb_Tensor>:$inputs);
+  let results = (outs Dynb_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $result)";
+  let hasVerifier = 1;
+}
+
+def Dynb_SliceOp : Dynb_Op<"slice", [Pure]> {
+  let summary = "`size` elements from `offset` along the last dimension";
+  let description = [{
+    ```mlir
+    %i = dynb.slice %iou [0, 16] : tensor<48xf32> -> tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins Dynb_Tensor:$input, I64Attr:$offset, I64Attr:$size);
+  let results = (outs Dynb_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $offset `,` $size `]` attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dynb_CallOp : Dynb_Op<"call",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "a call of a module on one instance's values";
+  let description = [{
+    The callee is a `func.func` whose body uses per-instance dynb ops. Calls
+    of one module are merged by the batching pass into one
+    `dynb.batched_call` that runs the body once at batch N.
+
+    ```mlir
+    %h, %c = dynb.call @leaf(%x) : (tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>)
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<Dynb_Tensor>:$operands);
+  let results = (outs Variadic<Dynb_Tensor>:$results);
+  let assemblyFormat = [{
+    $callee `(` $operands `)` attr-dict `:` functional-type($operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// The batched schedule produced by dynb-batch
+//===----------------------------------------------------------------------===//
+
+def Dynb_ScheduleOp : Dynb_Op<"schedule", [IsolatedFromAbove, SingleBlock]> {
+  let summary = "a batch's launches, in order";
+  let description = [{
+    Produced by `dynb-batch` from the instances `first_instance` ..
+    `first_instance + num_instances - 1`. Each op other than `dynb.gather`
+    and `dynb.yield` is one launch; values carry a leading batch dimension.
+    `dynb.yield` returns, per output position, the instances' outputs
+    stacked in instance order.
+
+    ```mlir
+    dynb.schedule attributes {first_instance = 0 : i64, num_instances = 2 : i64, strategy = "depth"} {
+      %x = dynb.lookup @E [3, 5] : tensor<2x16xf32>
+      %h, %c = dynb.batched_call @leaf(%x) : (tensor<2x16xf32>) -> (tensor<2x16xf32>, tensor<2x16xf32>)
+      dynb.yield %h : tensor<2x16xf32>
+    }
+    ```
+  }];
+  let arguments = (ins StrAttr:$strategy, I64Attr:$first_instance,
+                   I64Attr:$num_instances);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "attr-dict-with-keyword $body";
+}
+
+def Dynb_YieldOp : Dynb_Op<"yield", [Pure, Terminator, HasParent<"ScheduleOp">]> {
+  let summary = "the stacked outputs of a schedule";
+  let arguments = (ins Variadic<Dynb_Tensor>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+  let hasVerifier = 1;
+}
+
+def Dynb_LookupOp : Dynb_Op<"lookup",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "batched embedding: rows `indices` of a parameter table";
+  let arguments = (ins FlatSymbolRefAttr:$table, DenseI64ArrayAttr:$indices);
+  let results = (outs Dynb_Tensor:$result);
+  let assemblyFormat = "$table $indices attr-dict `:` type($result)";
+}
+
+def Dynb_GatherOp : Dynb_Op<"gather", [Pure]> {
+  let summary = "stack rows of earlier batched values";
+  let description = [{
+    `rows` holds (source, row) pairs: result row i is row `rows[2i+1]` of
+    operand `rows[2i]`. A gather that takes every row of one source in order
+    folds away; the buffer planner turns runs of consecutive rows into views.
+
+    ```mlir
+    %a = dynb.gather %h0, %h1 rows [0, 1, 1, 0] : (tensor<2x16xf32>, tensor<1x16xf32>) -> tensor<2x16xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Dynb_Tensor>:$sources, DenseI64ArrayAttr:$rows);
+  let results = (outs Dynb_Tensor:$result);
+  let assemblyFormat = [{
+    $sources `rows` $rows attr-dict `:` functional-type($sources, $result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Dynb_BatchedCallOp : Dynb_Op<"batched_call",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "a module run once on a batch of N instances' values";
+  let description = [{
+    Operand and result types are the callee's with a leading dimension N.
+
+    ```mlir
+    %h = dynb.batched_call @leaf(%x) : (tensor<8x16xf32>) -> tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<Dynb_Tensor>:$operands);
+  let results = (outs Variadic<Dynb_Tensor>:$results);
+  let assemblyFormat = [{
+    $callee `(` $operands `)` attr-dict `:` functional-type($operands, results)
+  }];
+}
+
+#endif // DYNB_OPS_TD

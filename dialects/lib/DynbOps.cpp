@@ -1,0 +1,345 @@
+//===- DynbOps.cpp - Verifiers and folders of the dynb operations ---------===//
+//
+// Every message here is read by someone whose model or exported graph is
+// wrong: it says what was expected and what was found.
+//
+//===----------------------------------------------------------------------===//
+#include "dynb/Dialect/DynbOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace dynb;
+
+namespace {
+std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(shape, os, [&](int64_t d) {
+    if (ShapedType::isDynamic(d))
+      os << '?';
+    else
+      os << d;
+  });
+  os << ']';
+  return os.str();
+}
+
+RankedTensorType asTensor(Type t) { return llvm::cast<RankedTensorType>(t); }
+
+/// The callee of a call-like op, with an error at the op if it is missing.
+FailureOr<func::FuncOp> lookupModule(Operation *op,
+                                     SymbolTableCollection &tables,
+                                     FlatSymbolRefAttr callee) {
+  auto fn = tables.lookupNearestSymbolFrom<func::FuncOp>(op, callee);
+  if (!fn)
+    return op->emitOpError() << "calls unknown module " << callee;
+  return fn;
+}
+} // namespace
+
+ParamOp dynb::lookupParam(Operation *from, SymbolTableCollection &tables,
+                          FlatSymbolRefAttr name) {
+  return tables.lookupNearestSymbolFrom<ParamOp>(from, name);
+}
+
+static FailureOr<ParamOp> requireParam(Operation *op,
+                                       SymbolTableCollection &tables,
+                                       FlatSymbolRefAttr name,
+                                       StringRef role, int64_t rank) {
+  ParamOp param = lookupParam(op, tables, name);
+  if (!param)
+    return op->emitOpError() << "refers to unknown parameter " << name
+                             << " as its " << role;
+  if (param.getTensorType().getRank() != rank)
+    return op->emitOpError()
+           << "needs a rank-" << rank << " parameter as its " << role
+           << ", but " << name << " has shape "
+           << shapeString(param.getTensorType().getShape());
+  return param;
+}
+
+//===----------------------------------------------------------------------===//
+// ParamOp / InstanceOp / YieldOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  RankedTensorType type = getTensorType();
+  if (!type.hasStaticShape())
+    return emitOpError("needs a static shape, got ")
+           << shapeString(type.getShape());
+  if (type.getRank() < 1 || type.getRank() > 2)
+    return emitOpError("must be a vector or a matrix, got rank ")
+           << type.getRank();
+  if (llvm::any_of(type.getShape(), [](int64_t d) { return d <= 0; }))
+    return emitOpError("has an empty dimension in shape ")
+           << shapeString(type.getShape());
+  return success();
+}
+
+LogicalResult InstanceOp::verify() {
+  Block &body = getBody().front();
+  if (body.empty() || !isa<OutputOp>(body.back()))
+    return emitOpError("must end with 'dynb.output'");
+  for (Value v : cast<OutputOp>(body.back()).getValues())
+    if (!asTensor(v.getType()).hasStaticShape())
+      return emitOpError("outputs must have static shapes");
+  return success();
+}
+
+LogicalResult YieldOp::verify() {
+  auto schedule = (*this)->getParentOfType<ScheduleOp>();
+  for (Value v : getValues()) {
+    auto type = asTensor(v.getType());
+    if (type.getRank() < 2 || type.getDimSize(0) != schedule.getNumInstances())
+      return emitOpError("yields ")
+             << shapeString(type.getShape())
+             << " but outputs stack one row per instance ("
+             << schedule.getNumInstances() << ")";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Per-instance ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+EmbeddingOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<ParamOp> table = requireParam(*this, tables, getTableAttr(),
+                                          "table", /*rank=*/2);
+  if (failed(table))
+    return failure();
+  ArrayRef<int64_t> shape = table->getTensorType().getShape();
+  if (getIndex() < 0 || getIndex() >= shape[0])
+    return emitOpError() << "index " << getIndex() << " is outside table "
+                         << getTableAttr() << " of " << shape[0] << " rows";
+  RankedTensorType result = getResult().getType();
+  if (result.getRank() != 1 || result.getDimSize(0) != shape[1])
+    return emitOpError() << "result must be [" << shape[1] << "] (a row of "
+                         << getTableAttr() << "), got "
+                         << shapeString(result.getShape());
+  return success();
+}
+
+LogicalResult LinearOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<ParamOp> weight =
+      requireParam(*this, tables, getWeightAttr(), "weight", /*rank=*/2);
+  if (failed(weight))
+    return failure();
+  int64_t n = weight->getTensorType().getDimSize(0);
+  int64_t k = weight->getTensorType().getDimSize(1);
+  RankedTensorType in = getInput().getType();
+  RankedTensorType out = getResult().getType();
+  if (in.getRank() < 1 || in.getShape().back() != k)
+    return emitOpError() << "input " << shapeString(in.getShape())
+                         << " does not end in " << k << ", the columns of "
+                         << getWeightAttr() << " [" << n << ", " << k << "]";
+  SmallVector<int64_t> expected(in.getShape());
+  expected.back() = n;
+  if (out.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "result must be " << shapeString(expected)
+                         << ", got " << shapeString(out.getShape());
+  if (auto bias = getBiasAttr()) {
+    FailureOr<ParamOp> b = requireParam(*this, tables, bias, "bias", 1);
+    if (failed(b))
+      return failure();
+    if (b->getTensorType().getDimSize(0) != n)
+      return emitOpError() << "bias " << bias << " has "
+                           << b->getTensorType().getDimSize(0)
+                           << " elements, the weight has " << n << " rows";
+  }
+  return success();
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().size() < 2)
+    return emitOpError("needs at least two inputs");
+  RankedTensorType first = asTensor(getInputs().front().getType());
+  ArrayRef<int64_t> lead = first.getShape().drop_back();
+  int64_t total = 0;
+  for (auto [i, v] : llvm::enumerate(getInputs())) {
+    RankedTensorType t = asTensor(v.getType());
+    if (t.getRank() != first.getRank() || t.getShape().drop_back() != lead)
+      return emitOpError() << "input " << i << " "
+                           << shapeString(t.getShape())
+                           << " differs from input 0 "
+                           << shapeString(first.getShape())
+                           << " before the last dimension";
+    total += t.getShape().back();
+  }
+  SmallVector<int64_t> expected(lead);
+  expected.push_back(total);
+  if (getResult().getType().getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "result must be " << shapeString(expected)
+                         << ", got "
+                         << shapeString(getResult().getType().getShape());
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  ArrayRef<int64_t> in = getInput().getType().getShape();
+  int64_t width = in.back();
+  if (getOffset() < 0 || getSize() <= 0 || getOffset() + getSize() > width)
+    return emitOpError() << "slice [" << getOffset() << ", " << getSize()
+                         << "] (offset, size) does not fit in the last "
+                            "dimension of "
+                         << shapeString(in);
+  SmallVector<int64_t> expected(in);
+  expected.back() = getSize();
+  if (getResult().getType().getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "result must be " << shapeString(expected)
+                         << ", got "
+                         << shapeString(getResult().getType().getShape());
+  return success();
+}
+
+/// Checks that `actual` is `expected` with `batch` leading dimensions
+/// prepended (none for per-instance calls).
+static LogicalResult checkCallTypes(Operation *op, func::FuncOp callee,
+                                    TypeRange operands, TypeRange results,
+                                    std::optional<int64_t> batch) {
+  FunctionType fnType = callee.getFunctionType();
+  auto matches = [&](Type expected, Type actual) {
+    auto e = asTensor(expected);
+    auto a = asTensor(actual);
+    if (!batch)
+      return e == a;
+    return a.getRank() == e.getRank() + 1 && a.getDimSize(0) == *batch &&
+           a.getShape().drop_front() == e.getShape() &&
+           a.getElementType() == e.getElementType();
+  };
+  auto describe = [&](Type expected) {
+    SmallVector<int64_t> shape;
+    if (batch)
+      shape.push_back(*batch);
+    llvm::append_range(shape, asTensor(expected).getShape());
+    return shapeString(shape);
+  };
+  if (fnType.getNumInputs() != operands.size())
+    return op->emitOpError() << "passes " << operands.size()
+                             << " operands to module @" << callee.getName()
+                             << ", which takes " << fnType.getNumInputs();
+  if (fnType.getNumResults() != results.size())
+    return op->emitOpError() << "expects " << results.size()
+                             << " results from module @" << callee.getName()
+                             << ", which returns " << fnType.getNumResults();
+  for (unsigned i = 0; i < operands.size(); ++i)
+    if (!isa<RankedTensorType>(fnType.getInput(i)) ||
+        !matches(fnType.getInput(i), operands[i]))
+      return op->emitOpError()
+             << "operand " << i << " is "
+             << shapeString(asTensor(operands[i]).getShape())
+             << " but module @" << callee.getName() << " expects "
+             << (isa<RankedTensorType>(fnType.getInput(i))
+                     ? describe(fnType.getInput(i))
+                     : std::string("a non-tensor"));
+  for (unsigned i = 0; i < results.size(); ++i)
+    if (!isa<RankedTensorType>(fnType.getResult(i)) ||
+        !matches(fnType.getResult(i), results[i]))
+      return op->emitOpError()
+             << "result " << i << " is "
+             << shapeString(asTensor(results[i]).getShape())
+             << " but module @" << callee.getName() << " returns "
+             << (isa<RankedTensorType>(fnType.getResult(i))
+                     ? describe(fnType.getResult(i))
+                     : std::string("a non-tensor"));
+  return success();
+}
+
+LogicalResult CallOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<func::FuncOp> callee =
+      lookupModule(*this, tables, getCalleeAttr());
+  if (failed(callee))
+    return failure();
+  return checkCallTypes(*this, *callee, getOperands().getTypes(),
+                        getResultTypes(), std::nullopt);
+}
+
+//===----------------------------------------------------------------------===//
+// Batched ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+BatchedCallOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<func::FuncOp> callee =
+      lookupModule(*this, tables, getCalleeAttr());
+  if (failed(callee))
+    return failure();
+  if (getOperands().empty() && getResults().empty())
+    return emitOpError("needs an operand or a result to carry the batch");
+  Type carrier = getOperands().empty() ? getResult(0).getType()
+                                       : getOperands()[0].getType();
+  RankedTensorType t = asTensor(carrier);
+  if (t.getRank() < 1)
+    return emitOpError("operands must carry a leading batch dimension");
+  return checkCallTypes(*this, *callee, getOperands().getTypes(),
+                        getResultTypes(), t.getDimSize(0));
+}
+
+LogicalResult LookupOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<ParamOp> table = requireParam(*this, tables, getTableAttr(),
+                                          "table", /*rank=*/2);
+  if (failed(table))
+    return failure();
+  ArrayRef<int64_t> shape = table->getTensorType().getShape();
+  for (int64_t idx : getIndices())
+    if (idx < 0 || idx >= shape[0])
+      return emitOpError() << "index " << idx << " is outside table "
+                           << getTableAttr() << " of " << shape[0] << " rows";
+  SmallVector<int64_t> expected = {
+      static_cast<int64_t>(getIndices().size()), shape[1]};
+  if (getResult().getType().getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "result must be " << shapeString(expected)
+                         << ", got "
+                         << shapeString(getResult().getType().getShape());
+  return success();
+}
+
+LogicalResult GatherOp::verify() {
+  ArrayRef<int64_t> rows = getRows();
+  if (rows.size() % 2 != 0)
+    return emitOpError("rows must hold (source, row) pairs");
+  RankedTensorType result = getResult().getType();
+  if (result.getRank() < 2 ||
+      result.getDimSize(0) != static_cast<int64_t>(rows.size() / 2))
+    return emitOpError() << "result must have " << rows.size() / 2
+                         << " rows, got " << shapeString(result.getShape());
+  for (auto [i, v] : llvm::enumerate(getSources())) {
+    RankedTensorType t = asTensor(v.getType());
+    if (t.getRank() != result.getRank() ||
+        t.getShape().drop_front() != result.getShape().drop_front())
+      return emitOpError() << "source " << i << " "
+                           << shapeString(t.getShape())
+                           << " has other row shape than the result "
+                           << shapeString(result.getShape());
+  }
+  for (size_t i = 0; i < rows.size(); i += 2) {
+    int64_t src = rows[i], row = rows[i + 1];
+    if (src < 0 || src >= static_cast<int64_t>(getSources().size()))
+      return emitOpError() << "row " << i / 2 << " names source " << src
+                           << " of " << getSources().size();
+    int64_t n = asTensor(getSources()[src].getType()).getDimSize(0);
+    if (row < 0 || row >= n)
+      return emitOpError() << "row " << i / 2 << " reads row " << row
+                           << " of source " << src << ", which has " << n;
+  }
+  return success();
+}
+
+OpFoldResult GatherOp::fold(FoldAdaptor) {
+  // Every row of one source, in order: the gather is the source itself.
+  if (getSources().size() != 1 ||
+      getSources()[0].getType() != getResult().getType())
+    return {};
+  ArrayRef<int64_t> rows = getRows();
+  for (size_t i = 0; i < rows.size(); i += 2)
+    if (rows[i] != 0 || rows[i + 1] != static_cast<int64_t>(i / 2))
+      return {};
+  return getSources()[0];
+}
+
+#define GET_OP_CLASSES
+#include "dynb/Dialect/DynbOps.cpp.inc"

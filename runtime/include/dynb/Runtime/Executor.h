@@ -1,0 +1,66 @@
+//===- Executor.h - Runs a Plan over an arena with a thread pool ----------===//
+#ifndef DYNB_RUNTIME_EXECUTOR_H
+#define DYNB_RUNTIME_EXECUTOR_H
+
+#include "dynb/Runtime/ParameterStore.h"
+#include "dynb/Runtime/Plan.h"
+#include "dynb/Runtime/Status.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace dynb::rt {
+
+struct ExecutorOptions {
+  /// Threads for kernels and gathers; 0 means all hardware threads.
+  unsigned numThreads = 0;
+  /// A kernel step is split across threads only when rows times the summed
+  /// argument widths exceeds this: below it waking workers costs more than
+  /// it saves.
+  int64_t kernelParallelMinElements = 16384;
+  /// Likewise for the bytes a gather step copies.
+  int64_t gatherParallelMinBytes = 64 * 1024;
+  /// GEMMs with m * n * k at or below this run as a plain loop instead of
+  /// oneDNN (see GemmCacheOptions).
+  int64_t smallGemmMaxMacs = 4096;
+};
+
+struct ExecutorStats {
+  uint64_t gemmCalls = 0;
+  uint64_t kernelCalls = 0;
+  uint64_t gatherRowsCopied = 0;
+  uint64_t gemmPrimitivesCreated = 0;
+  int64_t arenaCapacityBytes = 0;
+};
+
+/// Owns the arena (grown to the largest plan seen, never shrunk, reused by
+/// every run), the oneDNN engine/stream and its primitive cache, and the
+/// thread pool. Not thread-safe: one run at a time.
+class Executor {
+public:
+  explicit Executor(const ParameterStore &params, ExecutorOptions opts = {});
+  ~Executor();
+  Executor(const Executor &) = delete;
+  Executor &operator=(const Executor &) = delete;
+
+  /// Checks the plan against the parameter store (names exist, shapes
+  /// match rows x cols) and the regions against their buffers.
+  Status validate(const Plan &plan) const;
+  /// Runs every step. planArena() must have been called.
+  Status run(const Plan &plan);
+  /// After run(): a pointer to row `row` of buffer `buffer`, and its stride.
+  const float *rowPointer(const Plan &plan, BufferId buffer, int64_t row) const;
+  /// After run(): copies output position p into `out` (numRows x width).
+  void copyOutput(const Plan &plan, size_t p, std::vector<float> &out) const;
+
+  const ExecutorStats &stats() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace dynb::rt
+
+#endif // DYNB_RUNTIME_EXECUTOR_H

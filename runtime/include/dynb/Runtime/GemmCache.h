@@ -1,0 +1,57 @@
+//===- GemmCache.h - f32 C = A * W^T + bias with cached oneDNN primitives -===//
+#ifndef DYNB_RUNTIME_GEMMCACHE_H
+#define DYNB_RUNTIME_GEMMCACHE_H
+
+#include "dynb/Runtime/Status.h"
+
+#include <cstdint>
+#include <memory>
+
+namespace dynb::rt {
+
+/// One GEMM call: c[m x n] = a[m x k] * w^T (+ bias), where w is [n x k]
+/// row-major and a and c are windows with leading dimensions lda and ldc.
+struct GemmArgs {
+  int64_t m = 0;
+  int64_t k = 0;
+  int64_t n = 0;
+  const float *a = nullptr;
+  int64_t lda = 0;
+  const float *w = nullptr;
+  const float *bias = nullptr; // n elements, or null for none
+  float *c = nullptr;
+  int64_t ldc = 0;
+};
+
+struct GemmCacheOptions {
+  /// Problems with m * n * k at or below this run as a plain loop: for them
+  /// oneDNN's per-call overhead exceeds the arithmetic. 0 always uses oneDNN.
+  int64_t smallProblemMaxMacs = 4096;
+};
+
+/// Owns a oneDNN CPU engine and stream and one matmul primitive per distinct
+/// (m, k, n, lda, ldc, hasBias), created on first use.
+class GemmCache {
+public:
+  explicit GemmCache(GemmCacheOptions opts = {});
+  ~GemmCache();
+  GemmCache(const GemmCache &) = delete;
+  GemmCache &operator=(const GemmCache &) = delete;
+
+  Status run(const GemmArgs &args);
+  uint64_t primitivesCreated() const;
+  /// Cached primitives currently held.
+  size_t size() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The plain-loop GEMM used for small problems; exposed so tests can hold it
+/// against oneDNN.
+void smallGemm(const GemmArgs &args);
+
+} // namespace dynb::rt
+
+#endif // DYNB_RUNTIME_GEMMCACHE_H

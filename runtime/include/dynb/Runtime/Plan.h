@@ -1,0 +1,121 @@
+//===- Plan.h - The launch plan the compiler hands to the runtime ---------===//
+//
+// A Plan is the versioned contract between compiler and runtime (see
+// docs/runtime-plan.md). It names buffers (row-major [rows x cols] f32
+// matrices living either in the arena or in the parameter store) and an
+// ordered list of steps over them. The runtime knows nothing of MLIR: kernels
+// arrive as plain function pointers with the ABI described at KernelFn.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DYNB_RUNTIME_PLAN_H
+#define DYNB_RUNTIME_PLAN_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dynb::rt {
+
+constexpr uint32_t kPlanFormatVersion = 1;
+
+using BufferId = uint32_t;
+
+/// The descriptor of a 2-D strided f32 memref, laid out as MLIR's LLVM lowering
+/// lays it out. Kernels receive one per argument.
+struct MemRefDesc2D {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[2];
+  int64_t strides[2];
+};
+
+/// A JIT-compiled elementwise kernel, called through MLIR's packed C
+/// interface: args[i] points to a `MemRefDesc2D *` for argument i. Kernels
+/// are elementwise over rows, so the runtime may split rows across threads.
+using KernelFn = void (*)(void **args);
+
+struct BufferDesc {
+  enum class Kind : uint8_t { Arena, Parameter };
+  Kind kind = Kind::Arena;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  /// Parameter buffers: the name in the ParameterStore. A 1-D parameter of
+  /// n elements is the buffer [1 x n].
+  std::string paramName;
+  /// Arena buffers: byte offset, assigned by planArena().
+  int64_t arenaOffset = -1;
+};
+
+/// A rectangular window of a buffer; its leading dimension is the buffer's
+/// column count.
+struct Region {
+  BufferId buffer = 0;
+  int64_t row = 0;
+  int64_t rows = 0;
+  int64_t col = 0;
+  int64_t cols = 0;
+};
+
+struct RowRef {
+  BufferId buffer;
+  int64_t row;
+};
+
+/// dst row i (columns [dst.col, dst.col + dst.cols)) = columns
+/// [srcCol, srcCol + dst.cols) of sources[i]. Also serves embedding lookups:
+/// the source is then a parameter buffer.
+struct GatherStep {
+  Region dst;
+  int64_t srcCol = 0;
+  std::vector<RowRef> sources;
+};
+
+/// c = a * weight^T (+ bias broadcast over rows). weight is [n x k] row-major
+/// (PyTorch's nn.Linear layout), a is [m x k], c is [m x n].
+struct GemmStep {
+  Region a;
+  BufferId weight;
+  bool hasBias = false;
+  BufferId bias = 0;
+  Region c;
+};
+
+/// Calls a kernel on `rows` rows; every argument region has that many rows.
+struct KernelStep {
+  KernelFn fn = nullptr;
+  std::string name; // for traces and errors
+  int64_t rows = 0;
+  std::vector<Region> args;
+};
+
+struct Step {
+  enum class Kind : uint8_t { Gather, Gemm, Kernel };
+  Kind kind;
+  GatherStep gather;
+  GemmStep gemm;
+  KernelStep kernel;
+};
+
+struct Plan {
+  uint32_t version = kPlanFormatVersion;
+  std::vector<BufferDesc> buffers;
+  std::vector<Step> steps;
+  /// outputs[p] is the [numInstances x width] result for output position p.
+  std::vector<Region> outputs;
+  /// Total arena bytes, set by planArena().
+  int64_t arenaBytes = 0;
+
+  BufferId addArenaBuffer(int64_t rows, int64_t cols);
+  BufferId addParameterBuffer(const std::string &name, int64_t rows,
+                              int64_t cols);
+};
+
+/// Assigns arena offsets so that buffers whose lifetimes (first to last step
+/// that touches them, outputs live to the end) do not overlap may share
+/// memory. Offsets are 64-byte aligned.
+void planArena(Plan &plan);
+
+} // namespace dynb::rt
+
+#endif // DYNB_RUNTIME_PLAN_H

@@ -1,0 +1,249 @@
+//===- GemmCache.cpp - f32 C = A * W^T + bias with cached oneDNN matmuls --===//
+//
+// Uses oneDNN's C API: it reports failures as status codes, so nothing here
+// can throw, and executing through it takes a plain argument array instead of
+// the C++ API's per-call std::unordered_map.
+//
+//===----------------------------------------------------------------------===//
+#include "dynb/Runtime/GemmCache.h"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+
+using namespace dynb::rt;
+
+namespace {
+
+struct MatmulKey {
+  int64_t m, k, n, lda, ldc;
+  bool hasBias;
+
+  bool operator==(const MatmulKey &other) const {
+    return m == other.m && k == other.k && n == other.n && lda == other.lda &&
+           ldc == other.ldc && hasBias == other.hasBias;
+  }
+};
+
+struct MatmulKeyHash {
+  size_t operator()(const MatmulKey &key) const {
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int64_t field : {key.m, key.k, key.n, key.lda, key.ldc,
+                          static_cast<int64_t>(key.hasBias)}) {
+      h ^= static_cast<uint64_t>(field) + 0x9e3779b97f4a7c15ull + (h << 6) +
+           (h >> 2);
+    }
+    return static_cast<size_t>(h);
+  }
+};
+
+/// A primitive and memory objects bound to its descriptors; each call only
+/// swaps the data handles.
+struct CachedMatmul {
+  dnnl_primitive_t primitive = nullptr;
+  dnnl_memory_t a = nullptr;
+  dnnl_memory_t w = nullptr;
+  dnnl_memory_t bias = nullptr;
+  dnnl_memory_t c = nullptr;
+
+  CachedMatmul() = default;
+  CachedMatmul(const CachedMatmul &) = delete;
+  CachedMatmul &operator=(const CachedMatmul &) = delete;
+  ~CachedMatmul() {
+    for (dnnl_memory_t memory : {a, w, bias, c})
+      if (memory)
+        dnnl_memory_destroy(memory);
+    if (primitive)
+      dnnl_primitive_destroy(primitive);
+  }
+};
+
+Status dnnlError(const char *what, dnnl_status_t status) {
+  return Status::error(
+      fmt::format("oneDNN: {} failed: {}", what, dnnl_status2str(status)));
+}
+
+} // namespace
+
+struct GemmCache::Impl {
+  GemmCacheOptions opts;
+  dnnl_engine_t engine = nullptr;
+  dnnl_stream_t stream = nullptr;
+  // Engine or stream creation failure, reported by every run().
+  Status setupError;
+  std::unordered_map<MatmulKey, std::unique_ptr<CachedMatmul>, MatmulKeyHash>
+      cache;
+  uint64_t created = 0;
+
+  Status createMatmul(const MatmulKey &key, CachedMatmul &out);
+  Status runOneDnn(const GemmArgs &args);
+};
+
+Status GemmCache::Impl::createMatmul(const MatmulKey &key, CachedMatmul &out) {
+  // W is [n x k] row-major; read as B = W^T it is [k x n] with strides
+  // {1, k}, which oneDNN handles as a transposed operand without a copy.
+  dnnl_dims_t aDims = {key.m, key.k}, aStrides = {key.lda, 1};
+  dnnl_dims_t wDims = {key.k, key.n}, wStrides = {1, key.k};
+  dnnl_dims_t biasDims = {1, key.n}, biasStrides = {key.n, 1};
+  dnnl_dims_t cDims = {key.m, key.n}, cStrides = {key.ldc, 1};
+  dnnl_memory_desc_t aMd, wMd, biasMd, cMd;
+  dnnl_status_t status;
+  if ((status = dnnl_memory_desc_init_by_strides(&aMd, 2, aDims, dnnl_f32,
+                                                 aStrides)) != dnnl_success ||
+      (status = dnnl_memory_desc_init_by_strides(&wMd, 2, wDims, dnnl_f32,
+                                                 wStrides)) != dnnl_success ||
+      (status = dnnl_memory_desc_init_by_strides(
+           &biasMd, 2, biasDims, dnnl_f32, biasStrides)) != dnnl_success ||
+      (status = dnnl_memory_desc_init_by_strides(&cMd, 2, cDims, dnnl_f32,
+                                                 cStrides)) != dnnl_success)
+    return dnnlError("memory descriptor", status);
+
+  dnnl_matmul_desc_t matmulDesc;
+  status = dnnl_matmul_desc_init(&matmulDesc, &aMd, &wMd,
+                                 key.hasBias ? &biasMd : nullptr, &cMd);
+  if (status != dnnl_success)
+    return dnnlError("matmul descriptor", status);
+  dnnl_primitive_desc_t primitiveDesc = nullptr;
+  status = dnnl_primitive_desc_create(&primitiveDesc, &matmulDesc, nullptr,
+                                      engine, nullptr);
+  if (status != dnnl_success)
+    return dnnlError("matmul primitive descriptor", status);
+  status = dnnl_primitive_create(&out.primitive, primitiveDesc);
+  dnnl_primitive_desc_destroy(primitiveDesc);
+  if (status != dnnl_success) {
+    out.primitive = nullptr;
+    return dnnlError("matmul primitive", status);
+  }
+
+  auto createMemory = [&](dnnl_memory_t &memory, const dnnl_memory_desc_t &md) {
+    dnnl_status_t result =
+        dnnl_memory_create(&memory, &md, engine, DNNL_MEMORY_NONE);
+    if (result != dnnl_success)
+      memory = nullptr;
+    return result;
+  };
+  if ((status = createMemory(out.a, aMd)) != dnnl_success ||
+      (status = createMemory(out.w, wMd)) != dnnl_success ||
+      (key.hasBias &&
+       (status = createMemory(out.bias, biasMd)) != dnnl_success) ||
+      (status = createMemory(out.c, cMd)) != dnnl_success)
+    return dnnlError("memory object", status);
+  ++created;
+  return Status::ok();
+}
+
+Status GemmCache::Impl::runOneDnn(const GemmArgs &args) {
+  if (setupError)
+    return setupError;
+  MatmulKey key{args.m,   args.k,   args.n,
+                args.lda, args.ldc, args.bias != nullptr};
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    auto matmul = std::make_unique<CachedMatmul>();
+    if (Status status = createMatmul(key, *matmul))
+      return status;
+    it = cache.emplace(key, std::move(matmul)).first;
+  }
+  CachedMatmul &matmul = *it->second;
+
+  dnnl_exec_arg_t execArgs[4];
+  int numArgs = 0;
+  auto bind = [&](int argIndex, dnnl_memory_t memory, const float *data) {
+    // oneDNN only reads inputs; its API has no const handles.
+    dnnl_status_t status =
+        dnnl_memory_set_data_handle(memory, const_cast<float *>(data));
+    execArgs[numArgs++] = {argIndex, memory};
+    return status;
+  };
+  dnnl_status_t status;
+  if ((status = bind(DNNL_ARG_SRC, matmul.a, args.a)) != dnnl_success ||
+      (status = bind(DNNL_ARG_WEIGHTS, matmul.w, args.w)) != dnnl_success ||
+      (args.bias && (status = bind(DNNL_ARG_BIAS, matmul.bias, args.bias)) !=
+                        dnnl_success) ||
+      (status = bind(DNNL_ARG_DST, matmul.c, args.c)) != dnnl_success)
+    return dnnlError("setting a data handle", status);
+  status = dnnl_primitive_execute(matmul.primitive, stream, numArgs, execArgs);
+  if (status != dnnl_success)
+    return dnnlError("matmul execution", status);
+  status = dnnl_stream_wait(stream);
+  if (status != dnnl_success)
+    return dnnlError("stream wait", status);
+  return Status::ok();
+}
+
+GemmCache::GemmCache(GemmCacheOptions opts) : impl_(std::make_unique<Impl>()) {
+  impl_->opts = opts;
+  dnnl_status_t status = dnnl_engine_create(&impl_->engine, dnnl_cpu, 0);
+  if (status != dnnl_success) {
+    impl_->engine = nullptr;
+    impl_->setupError = dnnlError("CPU engine creation", status);
+    return;
+  }
+  status = dnnl_stream_create(&impl_->stream, impl_->engine,
+                              dnnl_stream_default_flags);
+  if (status != dnnl_success) {
+    impl_->stream = nullptr;
+    impl_->setupError = dnnlError("stream creation", status);
+  }
+}
+
+GemmCache::~GemmCache() {
+  // Primitives and memory objects hold the engine, so they go first.
+  impl_->cache.clear();
+  if (impl_->stream)
+    dnnl_stream_destroy(impl_->stream);
+  if (impl_->engine)
+    dnnl_engine_destroy(impl_->engine);
+}
+
+Status GemmCache::run(const GemmArgs &args) {
+  if (args.m < 0 || args.k < 0 || args.n < 0 || args.lda < args.k ||
+      args.ldc < args.n)
+    return Status::error(
+        fmt::format("gemm: bad shape m={} k={} n={} lda={} ldc={}", args.m,
+                    args.k, args.n, args.lda, args.ldc));
+  // A problem without multiply-adds (some dimension is 0) never reaches
+  // oneDNN, which would need a primitive just to write the bias.
+  int64_t macs = args.m * args.n * args.k;
+  if (macs <= impl_->opts.smallProblemMaxMacs || macs == 0) {
+    smallGemm(args);
+    return Status::ok();
+  }
+  try {
+    return impl_->runOneDnn(args);
+  } catch (const std::exception &e) {
+    // Only the cache's own allocations can throw; oneDNN's C API does not.
+    return Status::error(fmt::format("gemm: {}", e.what()));
+  }
+}
+
+uint64_t GemmCache::primitivesCreated() const { return impl_->created; }
+
+size_t GemmCache::size() const { return impl_->cache.size(); }
+
+void dynb::rt::smallGemm(const GemmArgs &args) {
+  // Eight independent partial sums let the compiler vectorise the dot
+  // product without reassociating floating-point adds itself.
+  constexpr int64_t kLanes = 8;
+  for (int64_t i = 0; i < args.m; ++i) {
+    const float *aRow = args.a + i * args.lda;
+    float *cRow = args.c + i * args.ldc;
+    for (int64_t j = 0; j < args.n; ++j) {
+      const float *wRow = args.w + j * args.k;
+      float partial[kLanes] = {};
+      int64_t p = 0;
+      for (; p + kLanes <= args.k; p += kLanes)
+        for (int64_t lane = 0; lane < kLanes; ++lane)
+          partial[lane] += aRow[p + lane] * wRow[p + lane];
+      float sum = 0.0f;
+      for (; p < args.k; ++p)
+        sum += aRow[p] * wRow[p];
+      for (int64_t lane = 0; lane < kLanes; ++lane)
+        sum += partial[lane];
+      cRow[j] = args.bias ? sum + args.bias[j] : sum;
+    }
+  }
+}

@@ -1,0 +1,221 @@
+//===- PlanValidation.cpp - Checks a Plan before it is run ----------------===//
+//
+// run() trusts the plan and indexes buffers without checks, so everything it
+// would read or write out of bounds is caught here first.
+//
+//===----------------------------------------------------------------------===//
+#include "PlanValidation.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+using namespace dynb::rt;
+
+namespace {
+
+const char *kindName(Step::Kind kind) {
+  switch (kind) {
+  case Step::Kind::Gather:
+    return "gather";
+  case Step::Kind::Gemm:
+    return "gemm";
+  case Step::Kind::Kernel:
+    return "kernel";
+  }
+  return "unknown";
+}
+
+class PlanValidator {
+public:
+  PlanValidator(const Plan &plan, const ParameterStore &params)
+      : plan_(plan), params_(params) {}
+
+  Status validate() {
+    if (plan_.version != kPlanFormatVersion)
+      return Status::error(
+          fmt::format("plan format version {} is not the runtime's {}",
+                      plan_.version, kPlanFormatVersion));
+    for (size_t id = 0; id < plan_.buffers.size(); ++id)
+      if (Status status = checkBuffer(static_cast<BufferId>(id)))
+        return status;
+    for (size_t s = 0; s < plan_.steps.size(); ++s) {
+      const Step &step = plan_.steps[s];
+      context_ = fmt::format("step {} ({}", s, kindName(step.kind));
+      if (step.kind == Step::Kind::Kernel)
+        context_ += fmt::format(" '{}'", step.kernel.name);
+      context_ += ")";
+      Status status;
+      switch (step.kind) {
+      case Step::Kind::Gather:
+        status = checkGather(step.gather);
+        break;
+      case Step::Kind::Gemm:
+        status = checkGemm(step.gemm);
+        break;
+      case Step::Kind::Kernel:
+        status = checkKernel(step.kernel);
+        break;
+      }
+      if (status)
+        return status;
+    }
+    for (size_t p = 0; p < plan_.outputs.size(); ++p) {
+      context_ = fmt::format("output {}", p);
+      if (Status status = checkRegion(plan_.outputs[p], "region"))
+        return status;
+    }
+    return Status::ok();
+  }
+
+private:
+  Status fail(std::string what) const {
+    return Status::error(fmt::format("{}: {}", context_, what));
+  }
+
+  Status checkBuffer(BufferId id) const {
+    const BufferDesc &buffer = plan_.buffers[id];
+    if (buffer.rows < 0 || buffer.cols < 0)
+      return Status::error(fmt::format("buffer {}: negative shape [{} x {}]",
+                                       id, buffer.rows, buffer.cols));
+    if (buffer.kind != BufferDesc::Kind::Parameter)
+      return Status::ok();
+    const ParamTensor *tensor = params_.find(buffer.paramName);
+    if (!tensor)
+      return Status::error(fmt::format("buffer {}: unknown parameter '{}'", id,
+                                       buffer.paramName));
+    // Ranks 1 and 2 have one natural matrix view, which must be the one
+    // asked for; other ranks are viewed as any matrix of the same size.
+    const std::vector<int64_t> &shape = tensor->shape;
+    bool matches = buffer.rows * buffer.cols == tensor->numElements();
+    if (shape.size() == 1)
+      matches &= buffer.rows == 1 && buffer.cols == shape[0];
+    else if (shape.size() == 2)
+      matches &= buffer.rows == shape[0] && buffer.cols == shape[1];
+    if (!matches)
+      return Status::error(fmt::format(
+          "buffer {}: parameter '{}' has shape [{}], not [{} x {}]", id,
+          buffer.paramName, fmt::join(shape, ", "), buffer.rows, buffer.cols));
+    return Status::ok();
+  }
+
+  Status checkBufferId(BufferId id, const char *role) const {
+    if (id >= plan_.buffers.size())
+      return fail(fmt::format("{} names buffer {} but the plan has {}", role,
+                              id, plan_.buffers.size()));
+    return Status::ok();
+  }
+
+  Status checkWritable(BufferId id, const char *role) const {
+    if (plan_.buffers[id].kind == BufferDesc::Kind::Parameter)
+      return fail(fmt::format("{} writes parameter buffer {} ('{}')", role, id,
+                              plan_.buffers[id].paramName));
+    return Status::ok();
+  }
+
+  Status checkRegion(const Region &region, const char *role) const {
+    if (Status status = checkBufferId(region.buffer, role))
+      return status;
+    const BufferDesc &buffer = plan_.buffers[region.buffer];
+    if (region.row < 0 || region.rows < 0 || region.col < 0 ||
+        region.cols < 0 || region.row + region.rows > buffer.rows ||
+        region.col + region.cols > buffer.cols)
+      return fail(fmt::format(
+          "{} rows [{}, {}) cols [{}, {}) is outside buffer {} [{} x {}]", role,
+          region.row, region.row + region.rows, region.col,
+          region.col + region.cols, region.buffer, buffer.rows, buffer.cols));
+    return Status::ok();
+  }
+
+  Status checkGather(const GatherStep &gather) const {
+    if (Status status = checkRegion(gather.dst, "dst"))
+      return status;
+    if (Status status = checkWritable(gather.dst.buffer, "dst"))
+      return status;
+    if (static_cast<int64_t>(gather.sources.size()) != gather.dst.rows)
+      return fail(fmt::format("{} sources for {} dst rows",
+                              gather.sources.size(), gather.dst.rows));
+    if (gather.srcCol < 0)
+      return fail(fmt::format("negative srcCol {}", gather.srcCol));
+    for (size_t i = 0; i < gather.sources.size(); ++i) {
+      const RowRef &source = gather.sources[i];
+      if (Status status = checkBufferId(source.buffer, "source"))
+        return status;
+      const BufferDesc &buffer = plan_.buffers[source.buffer];
+      if (source.row < 0 || source.row >= buffer.rows ||
+          gather.srcCol + gather.dst.cols > buffer.cols)
+        return fail(fmt::format("source {} reads row {} cols [{}, {}) of "
+                                "buffer {} [{} x {}]",
+                                i, source.row, gather.srcCol,
+                                gather.srcCol + gather.dst.cols, source.buffer,
+                                buffer.rows, buffer.cols));
+    }
+    return Status::ok();
+  }
+
+  Status checkGemm(const GemmStep &gemm) const {
+    if (Status status = checkRegion(gemm.a, "a"))
+      return status;
+    if (Status status = checkRegion(gemm.c, "c"))
+      return status;
+    if (Status status = checkWritable(gemm.c.buffer, "c"))
+      return status;
+    if (Status status = checkBufferId(gemm.weight, "weight"))
+      return status;
+    const BufferDesc &weight = plan_.buffers[gemm.weight];
+    if (gemm.a.cols != weight.cols)
+      return fail(fmt::format("a has {} cols but weight {} is [{} x {}]",
+                              gemm.a.cols, gemm.weight, weight.rows,
+                              weight.cols));
+    if (gemm.c.cols != weight.rows)
+      return fail(fmt::format("c has {} cols but weight {} is [{} x {}]",
+                              gemm.c.cols, gemm.weight, weight.rows,
+                              weight.cols));
+    if (gemm.a.rows != gemm.c.rows)
+      return fail(
+          fmt::format("a has {} rows but c has {}", gemm.a.rows, gemm.c.rows));
+    if (gemm.hasBias) {
+      if (Status status = checkBufferId(gemm.bias, "bias"))
+        return status;
+      const BufferDesc &bias = plan_.buffers[gemm.bias];
+      if (bias.rows * bias.cols != weight.rows)
+        return fail(fmt::format("bias buffer {} has {} elements, not {}",
+                                gemm.bias, bias.rows * bias.cols, weight.rows));
+    }
+    // oneDNN does not allow its output to alias an input.
+    if (gemm.a.buffer == gemm.c.buffer && overlaps(gemm.a, gemm.c))
+      return fail("a and c overlap");
+    return Status::ok();
+  }
+
+  Status checkKernel(const KernelStep &kernel) const {
+    if (!kernel.fn)
+      return fail("no kernel function");
+    if (kernel.rows < 0)
+      return fail(fmt::format("negative row count {}", kernel.rows));
+    for (size_t i = 0; i < kernel.args.size(); ++i) {
+      std::string role = fmt::format("arg {}", i);
+      if (Status status = checkRegion(kernel.args[i], role.c_str()))
+        return status;
+      if (kernel.args[i].rows != kernel.rows)
+        return fail(fmt::format("arg {} has {} rows, the step {}", i,
+                                kernel.args[i].rows, kernel.rows));
+    }
+    return Status::ok();
+  }
+
+  static bool overlaps(const Region &lhs, const Region &rhs) {
+    return lhs.rows > 0 && lhs.cols > 0 && rhs.rows > 0 && rhs.cols > 0 &&
+           lhs.row < rhs.row + rhs.rows && rhs.row < lhs.row + lhs.rows &&
+           lhs.col < rhs.col + rhs.cols && rhs.col < lhs.col + lhs.cols;
+  }
+
+  const Plan &plan_;
+  const ParameterStore &params_;
+  std::string context_; // names the step being checked in every message
+};
+
+} // namespace
+
+Status dynb::rt::validatePlan(const Plan &plan, const ParameterStore &params) {
+  return PlanValidator(plan, params).validate();
+}

@@ -1,0 +1,36 @@
+//===- StepRunners.h - Executes one gather or kernel step (internal) ------===//
+#ifndef DYNB_RUNTIME_LIB_STEPRUNNERS_H
+#define DYNB_RUNTIME_LIB_STEPRUNNERS_H
+
+#include "dynb/Runtime/Plan.h"
+#include "dynb/Runtime/ThreadPool.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace dynb::rt {
+
+/// Where a run's buffers live: bases[id] is row 0 of buffer id, and rows are
+/// buffers[id].cols floats apart.
+struct ResolvedBuffers {
+  const std::vector<BufferDesc> &buffers;
+  const std::vector<float *> &bases;
+
+  float *at(BufferId buffer, int64_t row, int64_t col) const {
+    return bases[buffer] + row * buffers[buffer].cols + col;
+  }
+};
+
+/// Copies the step's rows; splits them across the pool when it copies more
+/// than parallelMinBytes.
+void runGather(const GatherStep &step, const ResolvedBuffers &resolved,
+               ThreadPool &pool, int64_t parallelMinBytes);
+
+/// Calls the kernel once, or once per contiguous row chunk when
+/// rows x (summed argument widths) exceeds parallelMinElements.
+void runKernel(const KernelStep &step, const ResolvedBuffers &resolved,
+               ThreadPool &pool, int64_t parallelMinElements);
+
+} // namespace dynb::rt
+
+#endif // DYNB_RUNTIME_LIB_STEPRUNNERS_H

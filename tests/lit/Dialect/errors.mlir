@@ -1,0 +1,113 @@
+// RUN: dynb-opt %s -split-input-file -verify-diagnostics -allow-unregistered-dialect
+
+// expected-error @+1 {{'dynb.param' op must be a vector or a matrix, got rank 3}}
+dynb.param @T : tensor<2x2x2xf32>
+
+// -----
+
+dynb.param @E : tensor<10x4xf32>
+dynb.instance {
+  // expected-error @+1 {{index 10 is outside table @E of 10 rows}}
+  %x = dynb.embedding @E [10] : tensor<4xf32>
+  dynb.output %x : tensor<4xf32>
+}
+
+// -----
+
+dynb.instance {
+  // expected-error @+1 {{refers to unknown parameter @nope as its table}}
+  %x = dynb.embedding @nope [0] : tensor<4xf32>
+  dynb.output %x : tensor<4xf32>
+}
+
+// -----
+
+dynb.param @W : tensor<12x4xf32>
+func.func @f(%x: tensor<5xf32>) -> tensor<12xf32> {
+  // expected-error @+1 {{input [5] does not end in 4, the columns of @W [12, 4]}}
+  %y = dynb.linear %x weight @W : tensor<5xf32> -> tensor<12xf32>
+  return %y : tensor<12xf32>
+}
+
+// -----
+
+dynb.param @W : tensor<12x4xf32>
+dynb.param @b : tensor<11xf32>
+func.func @f(%x: tensor<4xf32>) -> tensor<12xf32> {
+  // expected-error @+1 {{bias @b has 11 elements, the weight has 12 rows}}
+  %y = dynb.linear %x weight @W bias @b : tensor<4xf32> -> tensor<12xf32>
+  return %y : tensor<12xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{slice [6, 4] (offset, size) does not fit in the last dimension of [8]}}
+  %y = dynb.slice %x [6, 4] : tensor<8xf32> -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<8xf32>, %y: tensor<2x8xf32>) -> tensor<16xf32> {
+  // expected-error @+1 {{input 1 [2, 8] differs from input 0 [8] before the last dimension}}
+  %z = dynb.concat %x, %y : (tensor<8xf32>, tensor<2x8xf32>) -> tensor<16xf32>
+  return %z : tensor<16xf32>
+}
+
+// -----
+
+func.func @cell(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+dynb.instance {
+  %x = "test.source"() : () -> tensor<8xf32>
+  // expected-error @+1 {{operand 0 is [8] but module @cell expects [4]}}
+  %h = dynb.call @cell(%x) : (tensor<8xf32>) -> tensor<4xf32>
+  dynb.output %h : tensor<4xf32>
+}
+
+// -----
+
+dynb.instance {
+  %x = "test.source"() : () -> tensor<8xf32>
+  // expected-error @+1 {{calls unknown module @nothing}}
+  %h = dynb.call @nothing(%x) : (tensor<8xf32>) -> tensor<4xf32>
+  dynb.output %h : tensor<4xf32>
+}
+
+// -----
+
+func.func @cell(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+dynb.schedule attributes {first_instance = 0 : i64, num_instances = 2 : i64, strategy = "depth"} {
+  %x = "test.source"() : () -> tensor<2x4xf32>
+  // expected-error @+1 {{result 0 is [3, 4] but module @cell returns [2, 4]}}
+  %h = dynb.batched_call @cell(%x) : (tensor<2x4xf32>) -> tensor<3x4xf32>
+  dynb.yield %x : tensor<2x4xf32>
+}
+
+// -----
+
+dynb.schedule attributes {first_instance = 0 : i64, num_instances = 2 : i64, strategy = "depth"} {
+  %x = "test.source"() : () -> tensor<2x4xf32>
+  // expected-error @+1 {{row 1 reads row 2 of source 0, which has 2}}
+  %g = dynb.gather %x rows [0, 0, 0, 2] : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  dynb.yield %g : tensor<2x4xf32>
+}
+
+// -----
+
+dynb.schedule attributes {first_instance = 0 : i64, num_instances = 3 : i64, strategy = "depth"} {
+  %x = "test.source"() : () -> tensor<2x4xf32>
+  // expected-error @+1 {{yields [2, 4] but outputs stack one row per instance (3)}}
+  dynb.yield %x : tensor<2x4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'dynb.instance' op must end with 'dynb.output'}}
+dynb.instance {
+  "test.source"() : () -> tensor<2x4xf32>
+}

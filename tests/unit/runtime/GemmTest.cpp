@@ -1,0 +1,230 @@
+//===- GemmTest.cpp - oneDNN and small-loop GEMMs vs a naive one ----------===//
+#include "RuntimeTestUtils.h"
+#include "dynb/Runtime/Executor.h"
+#include "dynb/Runtime/GemmCache.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+using namespace dynb::rt;
+using namespace dynb::rt::test;
+
+namespace {
+
+struct GemmShape {
+  int64_t m, k, n;
+};
+
+const GemmShape kShapes[] = {{1, 1, 1},     {1, 7, 3},     {3, 5, 2},
+                             {1, 300, 200}, {5, 1, 9},     {17, 33, 9},
+                             {64, 128, 32}, {129, 65, 31}, {2, 1000, 3}};
+
+constexpr float kSentinel = 12345.0f;
+
+/// Runs one GEMM with windows inside wider A and C matrices and checks the
+/// window against the reference and everything around it for sentinels.
+void checkGemm(GemmCache &cache, GemmShape shape, bool withBias,
+               int64_t extraLda, int64_t extraLdc, uint32_t seed) {
+  SCOPED_TRACE(testing::Message()
+               << "m=" << shape.m << " k=" << shape.k << " n=" << shape.n
+               << " bias=" << withBias << " lda=k+" << extraLda << " ldc=n+"
+               << extraLdc);
+  int64_t lda = shape.k + extraLda, ldc = shape.n + extraLdc;
+  std::vector<float> a = randomValues(shape.m * lda, seed);
+  std::vector<float> w = randomValues(shape.n * shape.k, seed + 1);
+  std::vector<float> bias = randomValues(shape.n, seed + 2);
+  std::vector<float> c(shape.m * ldc, kSentinel);
+  std::vector<float> expected(shape.m * ldc, kSentinel);
+
+  GemmArgs args;
+  args.m = shape.m;
+  args.k = shape.k;
+  args.n = shape.n;
+  args.a = a.data();
+  args.lda = lda;
+  args.w = w.data();
+  args.bias = withBias ? bias.data() : nullptr;
+  args.c = c.data();
+  args.ldc = ldc;
+  Status status = cache.run(args);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  referenceGemm(shape.m, shape.k, shape.n, a.data(), lda, w.data(), args.bias,
+                expected.data(), ldc);
+  float tolerance = 1e-5f * static_cast<float>(shape.k + 1);
+  for (int64_t i = 0; i < shape.m; ++i)
+    for (int64_t j = 0; j < ldc; ++j)
+      ASSERT_NEAR(c[i * ldc + j], expected[i * ldc + j], tolerance)
+          << "at (" << i << ", " << j << ")";
+}
+
+void checkAllShapes(GemmCache &cache) {
+  uint32_t seed = 1;
+  for (GemmShape shape : kShapes)
+    for (bool withBias : {false, true})
+      for (int64_t extra : {0, 3}) {
+        checkGemm(cache, shape, withBias, extra, extra * 2 + 1, seed += 3);
+        if (testing::Test::HasFatalFailure())
+          return;
+      }
+}
+
+} // namespace
+
+TEST(GemmTest, OneDnnMatchesReference) {
+  GemmCache cache(GemmCacheOptions{/*smallProblemMaxMacs=*/0});
+  checkAllShapes(cache);
+  EXPECT_GT(cache.primitivesCreated(), 0u);
+}
+
+TEST(GemmTest, SmallProblemLoopMatchesReference) {
+  GemmCache cache(GemmCacheOptions{/*smallProblemMaxMacs=*/INT64_MAX});
+  checkAllShapes(cache);
+  EXPECT_EQ(cache.primitivesCreated(), 0u);
+}
+
+TEST(GemmTest, DefaultThresholdMatchesReference) {
+  GemmCache cache;
+  checkAllShapes(cache);
+}
+
+TEST(GemmTest, ZeroInnerDimensionWritesBiasOrZero) {
+  GemmCache cache(GemmCacheOptions{0});
+  checkGemm(cache, {3, 0, 4}, /*withBias=*/true, 0, 1, 7);
+  checkGemm(cache, {3, 0, 4}, /*withBias=*/false, 0, 1, 8);
+  EXPECT_EQ(cache.primitivesCreated(), 0u);
+}
+
+TEST(GemmTest, RejectsInconsistentLeadingDimensions) {
+  GemmCache cache;
+  std::vector<float> buffer(64);
+  GemmArgs args;
+  args.m = 2;
+  args.k = 4;
+  args.n = 4;
+  args.a = args.w = buffer.data();
+  args.c = buffer.data();
+  args.lda = 3; // less than k
+  args.ldc = 4;
+  Status status = cache.run(args);
+  EXPECT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("lda=3"), std::string::npos)
+      << status.message();
+}
+
+TEST(GemmTest, PrimitivesAreCachedByShapeAndLayout) {
+  GemmCache cache(GemmCacheOptions{0});
+  for (int i = 0; i < 3; ++i)
+    checkGemm(cache, {4, 16, 8}, false, 0, 0, 11 + i);
+  EXPECT_EQ(cache.primitivesCreated(), 1u);
+  checkGemm(cache, {4, 16, 8}, true, 0, 0, 20); // bias is part of the key
+  EXPECT_EQ(cache.primitivesCreated(), 2u);
+  checkGemm(cache, {4, 16, 8}, true, 1, 0, 21); // so is lda
+  EXPECT_EQ(cache.primitivesCreated(), 3u);
+  checkGemm(cache, {4, 16, 8}, true, 1, 2, 22); // and ldc
+  EXPECT_EQ(cache.primitivesCreated(), 4u);
+  checkGemm(cache, {5, 16, 8}, true, 1, 2, 23); // and m
+  EXPECT_EQ(cache.primitivesCreated(), 5u);
+  checkGemm(cache, {4, 16, 8}, false, 0, 0, 24);
+  EXPECT_EQ(cache.primitivesCreated(), 5u);
+  EXPECT_EQ(cache.size(), 5u);
+}
+
+TEST(GemmTest, ExecutorGemmStepOnWindowsWithParameters) {
+  // a is columns [2, 7) of a [6 x 9] arena buffer, c columns [1, 5) of a
+  // [6 x 6] one; both are filled from parameters by gathers first.
+  constexpr int64_t m = 6, k = 5, n = 4;
+  ParameterStore params;
+  std::vector<float> input = randomValues(m * 9, 3);
+  std::vector<float> weight = randomValues(n * k, 4);
+  std::vector<float> bias = randomValues(n, 5);
+  ASSERT_TRUE(params.add("input", {m, 9}, input).isOk());
+  ASSERT_TRUE(params.add("w", {n, k}, weight).isOk());
+  ASSERT_TRUE(params.add("b", {n}, bias).isOk());
+  ASSERT_TRUE(
+      params.add("fill", {m, 6}, std::vector<float>(m * 6, kSentinel)).isOk());
+
+  Plan plan;
+  BufferId inputParam = plan.addParameterBuffer("input", m, 9);
+  BufferId weightParam = plan.addParameterBuffer("w", n, k);
+  BufferId biasParam = plan.addParameterBuffer("b", 1, n);
+  BufferId fillParam = plan.addParameterBuffer("fill", m, 6);
+  BufferId aBuffer = plan.addArenaBuffer(m, 9);
+  BufferId cBuffer = plan.addArenaBuffer(m, 6);
+  std::vector<RowRef> inputRows, fillRows;
+  for (int64_t i = 0; i < m; ++i) {
+    inputRows.push_back({inputParam, i});
+    fillRows.push_back({fillParam, i});
+  }
+  plan.steps.push_back(gatherStep(wholeBuffer(plan, aBuffer), 0, inputRows));
+  plan.steps.push_back(gatherStep(wholeBuffer(plan, cBuffer), 0, fillRows));
+  plan.steps.push_back(gemmStep(Region{aBuffer, 0, m, 2, k}, weightParam,
+                                biasParam, Region{cBuffer, 0, m, 1, n}));
+  plan.outputs.push_back(wholeBuffer(plan, cBuffer));
+  planArena(plan);
+
+  for (int64_t threshold : {int64_t(0), INT64_MAX}) {
+    ExecutorOptions opts;
+    opts.smallGemmMaxMacs = threshold;
+    Executor executor(params, opts);
+    Status status = executor.validate(plan);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    status = executor.run(plan);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    std::vector<float> out;
+    executor.copyOutput(plan, 0, out);
+    std::vector<float> expected(m * 6, kSentinel);
+    referenceGemm(m, k, n, input.data() + 2, 9, weight.data(), bias.data(),
+                  expected.data() + 1, 6);
+    ASSERT_EQ(out.size(), expected.size());
+    for (size_t i = 0; i < out.size(); ++i)
+      EXPECT_NEAR(out[i], expected[i], 1e-5f) << "element " << i;
+    EXPECT_EQ(executor.stats().gemmCalls, 1u);
+    EXPECT_EQ(executor.stats().gemmPrimitivesCreated, threshold == 0 ? 1u : 0u);
+    // A second run reuses the primitive.
+    ASSERT_TRUE(executor.run(plan).isOk());
+    EXPECT_EQ(executor.stats().gemmCalls, 2u);
+    EXPECT_EQ(executor.stats().gemmPrimitivesCreated, threshold == 0 ? 1u : 0u);
+  }
+}
+
+TEST(GemmTest, ReportsSmallGemmCost) {
+  // Not a pass/fail check: prints what one call costs on this machine, the
+  // number behind the default smallProblemMaxMacs.
+  for (GemmShape shape : {GemmShape{1, 16, 16}, GemmShape{4, 32, 32},
+                          GemmShape{16, 64, 64}, GemmShape{64, 256, 256}}) {
+    std::vector<float> a = randomValues(shape.m * shape.k, 1);
+    std::vector<float> w = randomValues(shape.n * shape.k, 2);
+    std::vector<float> bias = randomValues(shape.n, 3);
+    std::vector<float> c(shape.m * shape.n);
+    GemmArgs args{shape.m,  shape.k,     shape.n,  a.data(), shape.k,
+                  w.data(), bias.data(), c.data(), shape.n};
+    double nanos[2];
+    for (int path = 0; path < 2; ++path) {
+      GemmCache cache(GemmCacheOptions{path == 0 ? 0 : INT64_MAX});
+      ASSERT_TRUE(cache.run(args).isOk());
+      // Bounded by time, not calls, so a loaded machine cannot stall the
+      // suite.
+      auto start = std::chrono::steady_clock::now();
+      auto deadline = start + std::chrono::milliseconds(100);
+      int calls = 0;
+      do {
+        for (int i = 0; i < 10; ++i, ++calls)
+          ASSERT_TRUE(cache.run(args).isOk());
+      } while (std::chrono::steady_clock::now() < deadline);
+      nanos[path] = std::chrono::duration<double, std::nano>(
+                        std::chrono::steady_clock::now() - start)
+                        .count() /
+                    calls;
+    }
+    std::printf("gemm m=%lld k=%lld n=%lld (%lld MACs): oneDNN %.0f ns, "
+                "loop %.0f ns\n",
+                static_cast<long long>(shape.m),
+                static_cast<long long>(shape.k),
+                static_cast<long long>(shape.n),
+                static_cast<long long>(shape.m * shape.k * shape.n), nanos[0],
+                nanos[1]);
+  }
+}

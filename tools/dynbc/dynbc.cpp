@@ -1,0 +1,427 @@
+//===- dynbc.cpp - The dynb compiler command line -------------------------===//
+//
+// Thin on purpose: every subcommand is a few calls into the Session and
+// KernelCache libraries, which the tests and benchmarks call too.
+//
+//===----------------------------------------------------------------------===//
+#include "dynb/Analysis/Signature.h"
+#include "dynb/Driver/Session.h"
+#include "dynb/JIT/KernelCompiler.h"
+#include "dynb/Runtime/NpyWriter.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <fmt/format.h>
+
+using namespace mlir;
+using namespace dynb;
+namespace cl = llvm::cl;
+
+static cl::SubCommand compileCmd(
+    "compile", "Compile instance graphs and print one stage (--emit)");
+static cl::SubCommand runCmd(
+    "run", "Compile and run instance graphs; optionally check and save them");
+static cl::SubCommand statsCmd(
+    "stats", "Print instances, nodes, signatures, launches and lower bounds");
+
+static cl::OptionCategory dynbCat("dynb options");
+
+static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
+                                      cl::desc("<graphs: .mlir | .json | .jsonl>"),
+                                      cl::sub(compileCmd), cl::sub(runCmd),
+                                      cl::sub(statsCmd), cl::cat(dynbCat));
+
+static cl::list<std::string> strategies(
+    "strategy", cl::CommaSeparated,
+    cl::desc("Batching strategy: none | depth | agenda; run and stats also "
+             "take a comma-separated list or 'all' (default: agenda)"),
+    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(statsCmd), cl::cat(dynbCat));
+
+static cl::opt<int64_t> batchSize(
+    "batch-size",
+    cl::desc("Instances per batch, run as consecutive batches (default 0: "
+             "all instances in one batch)"),
+    cl::init(0), cl::sub(compileCmd), cl::sub(runCmd), cl::sub(statsCmd),
+    cl::cat(dynbCat));
+
+enum class Emit { Dynb, Batched, Linalg, LLVM };
+static cl::opt<Emit> emit(
+    "emit", cl::desc("The stage to print"), cl::init(Emit::Batched),
+    cl::values(
+        clEnumValN(Emit::Dynb, "dynb", "the imported graphs (dynb dialect)"),
+        clEnumValN(Emit::Batched, "batched",
+                   "after dynb-batch: the schedule of batched launches"),
+        clEnumValN(Emit::Linalg, "linalg",
+                   "each launched module as GEMM steps and fused linalg "
+                   "kernels, batch size a runtime dimension"),
+        clEnumValN(Emit::LLVM, "llvm",
+                   "the kernels as optimised LLVM IR for this machine")),
+    cl::sub(compileCmd), cl::cat(dynbCat));
+
+static cl::opt<std::string> outputPath(
+    "o", cl::desc("Output file for compile (default: stdout)"),
+    cl::value_desc("file"), cl::init("-"), cl::sub(compileCmd),
+    cl::cat(dynbCat));
+
+static cl::opt<std::string> paramsPath(
+    "params", cl::desc("Parameters from a safetensors file (F32 tensors "
+                       "named as the model's dynb.param ops)"),
+    cl::value_desc("file.safetensors"), cl::sub(runCmd), cl::cat(dynbCat));
+static cl::opt<uint64_t> seed(
+    "seed", cl::desc("Initialise every parameter from this seed instead"),
+    cl::sub(runCmd), cl::cat(dynbCat));
+static cl::opt<bool> check(
+    "check",
+    cl::desc("Also run the reference interpreter; report the max abs/rel "
+             "error and fail above the tolerance"),
+    cl::sub(runCmd), cl::cat(dynbCat));
+static cl::opt<double> absTolerance("atol", cl::desc("Absolute tolerance of --check"),
+                            cl::init(1e-4), cl::sub(runCmd), cl::cat(dynbCat));
+static cl::opt<double> relTolerance("rtol", cl::desc("Relative tolerance of --check"),
+                            cl::init(1e-3), cl::sub(runCmd), cl::cat(dynbCat));
+static cl::opt<std::string> npyPath(
+    "output",
+    cl::desc("Write the outputs of the first strategy as .npy: one row an "
+             "instance, in instance order (several outputs an instance are "
+             "concatenated along the row); written atomically"),
+    cl::value_desc("file.npy"), cl::sub(runCmd), cl::cat(dynbCat));
+static cl::opt<unsigned> repeat(
+    "repeat", cl::desc("Timed passes over all batches after the warm-up pass"),
+    cl::init(1), cl::sub(runCmd), cl::cat(dynbCat));
+static cl::opt<unsigned> threads(
+    "threads", cl::desc("Runtime threads (default 0: all hardware threads)"),
+    cl::init(0), cl::sub(runCmd), cl::cat(dynbCat));
+static cl::opt<std::string> reportPath(
+    "report", cl::desc("Also write the figures as JSON to this file"),
+    cl::value_desc("file.json"), cl::sub(runCmd), cl::cat(dynbCat));
+
+namespace {
+
+int fail(const llvm::Twine &msg) {
+  llvm::WithColor::error(llvm::errs(), "dynbc") << msg << "\n";
+  return 1;
+}
+
+/// The strategies asked for, in order; "all" expands to every strategy.
+std::optional<std::vector<BatchingStrategy>> parseStrategies(bool single) {
+  std::vector<BatchingStrategy> out;
+  if (strategies.empty())
+    return std::vector<BatchingStrategy>{BatchingStrategy::Agenda};
+  for (const std::string &s : strategies) {
+    if (s == "all") {
+      out.insert(out.end(), {BatchingStrategy::None, BatchingStrategy::Depth,
+                             BatchingStrategy::Agenda});
+      continue;
+    }
+    std::optional<BatchingStrategy> st = parseBatchingStrategy(s);
+    if (!st) {
+      fail("unknown strategy '" + s + "' (expected none, depth or agenda" +
+           (single ? ")" : ", a list of them, or all)"));
+      return std::nullopt;
+    }
+    out.push_back(*st);
+  }
+  if (single && out.size() != 1) {
+    fail("compile takes one --strategy");
+    return std::nullopt;
+  }
+  return out;
+}
+
+int writeText(const std::string &text) {
+  if (llvm::Error e = llvm::writeToOutput(
+          outputPath, [&](llvm::raw_ostream &os) -> llvm::Error {
+            os << text;
+            return llvm::Error::success();
+          }))
+    return fail(llvm::toString(std::move(e)));
+  return 0;
+}
+
+int runCompile(Session &session) {
+  auto strats = parseStrategies(/*single=*/true);
+  if (!strats)
+    return 1;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (emit == Emit::Dynb) {
+    session.module().print(os);
+    return writeText(os.str());
+  }
+  auto batched = session.batch(strats->front(), batchSize);
+  if (failed(batched))
+    return 1;
+  if (emit == Emit::Batched) {
+    (*batched)->print(os);
+    return writeText(os.str());
+  }
+  // Each distinct launched module (or batched op) once, in schedule order.
+  llvm::StringSet<> seen;
+  for (ScheduleOp s : (*batched)->getOps<ScheduleOp>())
+    for (Operation &op : s.getBody().front()) {
+      if (isa<GatherOp, YieldOp, LookupOp>(op))
+        continue;
+      Operation *target = &op;
+      std::string key;
+      if (auto call = dyn_cast<BatchedCallOp>(op)) {
+        key = "call:" + call.getCallee().str();
+        target = (*batched)->lookupSymbol<func::FuncOp>(call.getCallee());
+      } else {
+        llvm::raw_string_ostream ks(key);
+        ks << op.getName() << op.getAttrDictionary();
+        for (Type t : op.getOperandTypes())
+          ks << cast<RankedTensorType>(t).getShape().drop_front().size()
+             << cast<RankedTensorType>(t).getShape().back();
+      }
+      if (!seen.insert(key).second)
+        continue;
+      auto lowered = session.kernels().lowerOnly(target);
+      if (failed(lowered))
+        return 1;
+      (*lowered)->printSteps(os);
+      if (emit == Emit::Linalg) {
+        (*lowered)->kernels->print(os);
+        os << "\n";
+        continue;
+      }
+      if (failed(lowerKernelsToLLVMDialect(*(*lowered)->kernels)) ||
+          failed(printOptimizedLLVMIR(*(*lowered)->kernels, os)))
+        return 1;
+    }
+  return writeText(os.str());
+}
+
+int runStats(Session &session) {
+  auto strats = parseStrategies(/*single=*/false);
+  if (!strats)
+    return 1;
+  ModuleOp module = session.module();
+  SignatureTable sigs;
+  llvm::SmallVector<uint64_t> counts;
+  uint64_t nodes = 0;
+  for (InstanceOp inst : module.getOps<InstanceOp>())
+    for (Operation &op : inst.getBody().front().without_terminator()) {
+      SignatureId id = sigs.intern(&op);
+      if (id >= counts.size())
+        counts.resize(id + 1);
+      ++counts[id];
+      ++nodes;
+    }
+  llvm::outs() << fmt::format("instances:  {}\nnodes:      {}\nsignatures: {}\n",
+                              session.numInstances(), nodes, sigs.size());
+  for (size_t i = 0; i < sigs.size(); ++i)
+    llvm::outs() << fmt::format("  {:>8} x {}\n", counts[i], sigs.describe(i));
+  llvm::outs() << "every signature batches (no op of the dialect is "
+                  "excluded from batching)\n";
+  llvm::outs() << fmt::format("\n{:<8} {:>8} {:>9} {:>12} {:>10} {:>26}\n",
+                              "strategy", "batches", "launches", "lower bound",
+                              "ratio", "group size min/mean/max");
+  for (BatchingStrategy st : *strats) {
+    auto batched = session.batch(st, batchSize);
+    if (failed(batched))
+      return 1;
+    uint64_t launches = 0, bound = 0, batches = 0, minN = UINT64_MAX,
+             maxN = 0, sumN = 0;
+    for (ScheduleOp s : (*batched)->getOps<ScheduleOp>()) {
+      ++batches;
+      launches += s->getAttrOfType<IntegerAttr>("dynb.launches").getInt();
+      bound += s->getAttrOfType<IntegerAttr>("dynb.lower_bound").getInt();
+      for (Operation &op : s.getBody().front()) {
+        if (isa<GatherOp, YieldOp>(op))
+          continue;
+        Type t = op.getNumOperands() ? op.getOperand(0).getType()
+                                     : op.getResult(0).getType();
+        uint64_t n = cast<RankedTensorType>(t).getDimSize(0);
+        minN = std::min(minN, n);
+        maxN = std::max(maxN, n);
+        sumN += n;
+      }
+    }
+    llvm::outs() << fmt::format(
+        "{:<8} {:>8} {:>9} {:>12} {:>10.2f} {:>14}/{:.1f}/{}\n",
+        toString(st).str(), batches, launches, bound,
+        bound ? double(launches) / bound : 0.0, launches ? minN : 0,
+        launches ? double(sumN) / launches : 0.0, maxN);
+  }
+  return 0;
+}
+
+int runRun(Session &session) {
+  auto strats = parseStrategies(/*single=*/false);
+  if (!strats)
+    return 1;
+  bool haveParams = paramsPath.getNumOccurrences() > 0;
+  bool haveSeed = seed.getNumOccurrences() > 0;
+  if (haveParams == haveSeed)
+    return fail("run needs exactly one of --params FILE.safetensors and "
+                "--seed N");
+  if (batchSize < 0)
+    return fail("--batch-size must be >= 0");
+  if (haveParams) {
+    if (llvm::Error e = session.loadParams(paramsPath))
+      return fail(llvm::toString(std::move(e)));
+  } else {
+    session.seedParams(seed);
+  }
+
+  std::optional<StackedOutputs> reference;
+  double referenceSeconds = 0;
+  if (check) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto ref = session.runReference();
+    if (failed(ref))
+      return 1;
+    referenceSeconds = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - t0)
+                           .count();
+    reference = std::move(*ref);
+  }
+
+  uint64_t instances = session.numInstances();
+  llvm::outs() << fmt::format(
+      "{}: {} instances, batch size {}, params {}{}\n", inputPath.getValue(),
+      instances, batchSize == 0 ? std::string("all")
+                                : std::to_string(batchSize.getValue()),
+      haveParams ? paramsPath.getValue()
+                 : "seed " + std::to_string(seed.getValue()),
+      check ? fmt::format(", reference {:.2f} s", referenceSeconds) : "");
+  llvm::outs() << fmt::format(
+      "{:<8} {:>7} {:>9} {:>7} {:>7} {:>8} {:>9} {:>9} {:>12} {:>12} {:>11}"
+      "{}\n",
+      "strategy", "nodes", "launches", "bound", "ratio", "JIT s", "sched ms",
+      "run ms", "instances/s", "nodes/s", "arena MiB",
+      check ? "  max abs err  max rel err  check" : "");
+
+  bool allOk = true;
+  bool wroteOutput = false;
+  std::vector<float> npyRows;
+  int64_t npyWidth = 0;
+  llvm::json::Array report;
+  for (BatchingStrategy st : *strats) {
+    RunOptions opts;
+    opts.strategy = st;
+    opts.batchSize = batchSize;
+    opts.repeat = std::max(1u, repeat.getValue());
+    opts.threads = threads;
+    auto r = session.run(opts);
+    if (failed(r))
+      return 1;
+    double runSec = r->medianPassSeconds();
+    Comparison cmp;
+    if (reference)
+      cmp = compareOutputs(*reference, r->outputs, absTolerance, relTolerance);
+    allOk &= cmp.withinTolerance;
+    llvm::outs() << fmt::format(
+        "{:<8} {:>7} {:>9} {:>7} {:>7.2f} {:>8.3f} {:>9.1f} {:>9.2f} "
+        "{:>12.0f} {:>12.0f} {:>11.1f}",
+        toString(st).str(), r->nodes, r->launches, r->lowerBound,
+        r->lowerBound ? double(r->launches) / r->lowerBound : 0.0,
+        r->jitSeconds, r->scheduleSeconds * 1e3, runSec * 1e3,
+        runSec > 0 ? instances / runSec : 0.0,
+        runSec > 0 ? r->nodes / runSec : 0.0, r->arenaBytes / 1048576.0);
+    if (reference)
+      llvm::outs() << fmt::format(
+          "  {:>11.3g}  {:>11.3g}  {}", cmp.maxAbsError, cmp.maxRelError,
+          cmp.withinTolerance
+              ? "ok"
+              : fmt::format("FAIL (instance {})", cmp.worstInstance));
+    llvm::outs() << "\n";
+    report.push_back(llvm::json::Object{
+        {"strategy", toString(st)},
+        {"instances", int64_t(instances)},
+        {"nodes", int64_t(r->nodes)},
+        {"batches", int64_t(r->batches)},
+        {"launches", int64_t(r->launches)},
+        {"lower_bound", int64_t(r->lowerBound)},
+        {"gathers_copied", int64_t(r->plan.gathersCopied)},
+        {"gathers_as_views", int64_t(r->plan.gathersAsViews)},
+        {"jit_seconds", r->jitSeconds},
+        {"modules_compiled", int64_t(r->modulesCompiled)},
+        {"schedule_seconds", r->scheduleSeconds},
+        {"plan_seconds", r->planSeconds},
+        {"run_seconds", llvm::json::Array(std::vector<llvm::json::Value>(
+                            r->passSeconds.begin(), r->passSeconds.end()))},
+        {"run_seconds_median", runSec},
+        {"arena_bytes", r->arenaBytes},
+        {"peak_rss_bytes", peakResidentBytes()},
+        {"max_abs_error", reference ? cmp.maxAbsError : -1.0},
+        {"max_rel_error", reference ? cmp.maxRelError : -1.0},
+        {"check", reference ? (cmp.withinTolerance ? "ok" : "fail") : "off"},
+    });
+
+    if (!npyPath.empty() && !wroteOutput) {
+      wroteOutput = true;
+      int64_t width = 0;
+      for (int64_t w : r->outputs.widths)
+        width += w;
+      npyWidth = width;
+      npyRows.reserve(instances * width);
+      for (uint64_t i = 0; i < instances; ++i)
+        for (size_t p = 0; p < r->outputs.widths.size(); ++p) {
+          int64_t w = r->outputs.widths[p];
+          const float *src = r->outputs.values[p].data() + i * w;
+          npyRows.insert(npyRows.end(), src, src + w);
+        }
+    }
+  }
+  llvm::outs() << fmt::format("peak resident memory: {:.1f} MiB\n",
+                              peakResidentBytes() / 1048576.0);
+  if (!reportPath.empty()) {
+    if (llvm::Error e = llvm::writeToOutput(
+            reportPath, [&](llvm::raw_ostream &os) -> llvm::Error {
+              os << llvm::formatv("{0:2}",
+                                  llvm::json::Value(llvm::json::Object{
+                                      {"input", inputPath.getValue()},
+                                      {"results", std::move(report)}}));
+              return llvm::Error::success();
+            }))
+      return fail(llvm::toString(std::move(e)));
+  }
+  if (!allOk)
+    return fail("outputs differ from the reference beyond the tolerance "
+                "(atol " + fmt::format("{}", absTolerance.getValue()) +
+                ", rtol " + fmt::format("{}", relTolerance.getValue()) +
+                "); no output written");
+  // Only now, with every strategy run and checked: no output on failure.
+  if (wroteOutput) {
+    rt::Status s = rt::writeNpyAtomic(
+        npyPath, {static_cast<int64_t>(instances), npyWidth}, npyRows);
+    if (!s.isOk())
+      return fail(s.message());
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(dynbCat);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "dynb: batch and compile dynamic neural network graphs\n\n"
+      "  dynbc compile IN [-o OUT] [--emit=dynb|batched|linalg|llvm] "
+      "[--strategy=S]\n"
+      "  dynbc run IN (--params P.safetensors | --seed N) [--strategy=S,...] "
+      "[--batch-size N] [--check] [--output OUT.npy]\n"
+      "  dynbc stats IN [--strategy=S,...] [--batch-size N]\n");
+  if (!compileCmd && !runCmd && !statsCmd) {
+    cl::PrintHelpMessage();
+    return 1;
+  }
+  Session session;
+  if (failed(session.loadGraphs(inputPath)))
+    return 1;
+  if (compileCmd)
+    return runCompile(session);
+  if (statsCmd)
+    return runStats(session);
+  return runRun(session);
+}
