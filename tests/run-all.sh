@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Runs every test suite of a build (GoogleTest units, lit compiler tests and
+# end-to-end checks) and ends with one line: 'N passed, M failed'.
+set -uo pipefail
+
+BUILD=${1:?usage: tests/run-all.sh BUILD_DIR}
+shift
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LIT=/usr/lib/llvm-19/build/utils/lit/lit.py
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+
+UNIT_SUITES=(dynb-batching-tests dynb-runtime-tests dynb-compiler-tests)
+passed=0
+failed=0
+problems=()
+
+count_gtest() { # json -> "passed failed"
+  python3 - "$1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+t, f = d.get("tests", 0), d.get("failures", 0) + d.get("errors", 0)
+print(t - f - d.get("disabled", 0), f)
+PY
+}
+
+for suite in "${UNIT_SUITES[@]}"; do
+  exe="$BUILD/bin/$suite"
+  echo "== $suite"
+  if [[ ! -x "$exe" ]]; then
+    problems+=("$suite: not built")
+    failed=$((failed + 1))
+    continue
+  fi
+  "$exe" --gtest_brief=1 --gtest_output="json:$OUT/$suite.json" 2>&1 | tail -n 25
+  if [[ ! -s "$OUT/$suite.json" ]]; then
+    problems+=("$suite: crashed before writing results")
+    failed=$((failed + 1))
+    continue
+  fi
+  read -r p f < <(count_gtest "$OUT/$suite.json")
+  passed=$((passed + p))
+  failed=$((failed + f))
+  [[ $f -eq 0 ]] || problems+=("$suite: $f failed")
+done
+
+echo "== lit (tests/lit, tests/e2e)"
+python3 "$LIT" -sv --output "$OUT/lit.json" "$@" "$BUILD/tests" 2>&1 | tail -n 40
+if [[ -s "$OUT/lit.json" ]]; then
+  read -r p f < <(python3 - "$OUT/lit.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ok = {"PASS", "XFAIL", "UNSUPPORTED"}
+p = sum(1 for t in d["tests"] if t["code"] in ok)
+print(p, len(d["tests"]) - p)
+PY
+)
+  passed=$((passed + p))
+  failed=$((failed + f))
+  [[ $f -eq 0 ]] || problems+=("lit: $f failed")
+else
+  problems+=("lit: produced no results")
+  failed=$((failed + 1))
+fi
+
+for p in "${problems[@]+"${problems[@]}"}"; do echo "FAILED: $p"; done
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
