@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstring>
 
 using namespace dynb::rt;
@@ -113,8 +114,12 @@ Status Executor::Impl::run(const Plan &plan) {
     return status;
 
   ResolvedBuffers resolved{plan.buffers, bases};
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start;
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const Step &step = plan.steps[s];
+    if (opts.profile)
+      start = Clock::now();
     switch (step.kind) {
     case Step::Kind::Gather:
       runGather(step.gather, resolved, pool, opts.gatherParallelMinBytes);
@@ -128,6 +133,20 @@ Status Executor::Impl::run(const Plan &plan) {
       runKernel(step.kernel, resolved, pool, opts.kernelParallelMinElements);
       ++stats.kernelCalls;
       break;
+    }
+    if (opts.profile) {
+      double seconds =
+          std::chrono::duration<double>(Clock::now() - start).count();
+      if (step.kind == Step::Kind::Gather) {
+        stats.gatherSeconds += seconds;
+      } else if (step.kind == Step::Kind::Gemm) {
+        stats.gemmSeconds += seconds;
+        stats.gemmFlops += 2 * uint64_t(step.gemm.a.rows) *
+                           uint64_t(step.gemm.a.cols) *
+                           uint64_t(step.gemm.c.cols);
+      } else {
+        stats.kernelSeconds += seconds;
+      }
     }
   }
   return Status::ok();

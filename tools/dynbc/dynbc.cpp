@@ -98,6 +98,11 @@ static cl::opt<unsigned> repeat(
 static cl::opt<unsigned> threads(
     "threads", cl::desc("Runtime threads (default 0: all hardware threads)"),
     cl::init(0), cl::sub(runCmd), cl::cat(dynbCat));
+static cl::opt<bool> profileSteps(
+    "profile",
+    cl::desc("Time the runtime's steps by kind (gather, GEMM, kernel) and "
+             "print where each strategy's run time goes"),
+    cl::sub(runCmd), cl::cat(dynbCat));
 static cl::opt<std::string> reportPath(
     "report", cl::desc("Also write the figures as JSON to this file"),
     cl::value_desc("file.json"), cl::sub(runCmd), cl::cat(dynbCat));
@@ -105,6 +110,8 @@ static cl::opt<std::string> reportPath(
 namespace {
 
 int fail(const llvm::Twine &msg) {
+  // The table rows printed so far come before the error that ends them.
+  llvm::outs().flush();
   llvm::WithColor::error(llvm::errs(), "dynbc") << msg << "\n";
   return 1;
 }
@@ -310,6 +317,7 @@ int runRun(Session &session) {
     opts.batchSize = batchSize;
     opts.repeat = std::max(1u, repeat.getValue());
     opts.threads = threads;
+    opts.profile = profileSteps;
     auto r = session.run(opts);
     if (failed(r))
       return 1;
@@ -333,6 +341,19 @@ int runRun(Session &session) {
               ? "ok"
               : fmt::format("FAIL (instance {})", cmp.worstInstance));
     llvm::outs() << "\n";
+    if (profileSteps) {
+      const StepProfile &p = r->profile;
+      double total = 0;
+      for (double t : r->passSeconds)
+        total += t;
+      llvm::outs() << fmt::format(
+          "  {:<6} time: gemm {:.1f}% ({:.1f} GFLOP/s), kernels {:.1f}%, "
+          "gathers {:.1f}%, other {:.1f}%\n",
+          toString(st).str(), 100 * p.gemm / total,
+          p.gemm > 0 ? p.gemmFlops / p.gemm * 1e-9 : 0.0,
+          100 * p.kernel / total, 100 * p.gather / total,
+          100 * (total - p.gemm - p.kernel - p.gather) / total);
+    }
     report.push_back(llvm::json::Object{
         {"strategy", toString(st)},
         {"instances", int64_t(instances)},
@@ -350,7 +371,14 @@ int runRun(Session &session) {
                             r->passSeconds.begin(), r->passSeconds.end()))},
         {"run_seconds_median", runSec},
         {"arena_bytes", r->arenaBytes},
+        {"gemm_seconds", r->profile.gemm},
+        {"kernel_seconds", r->profile.kernel},
+        {"gather_seconds", r->profile.gather},
+        {"gemm_flops", int64_t(r->profile.gemmFlops)},
         {"peak_rss_bytes", peakResidentBytes()},
+        {"rss_after_batch_bytes",
+         llvm::json::Array(std::vector<llvm::json::Value>(
+             r->residentAfterBatch.begin(), r->residentAfterBatch.end()))},
         {"max_abs_error", reference ? cmp.maxAbsError : -1.0},
         {"max_rel_error", reference ? cmp.maxRelError : -1.0},
         {"check", reference ? (cmp.withinTolerance ? "ok" : "fail") : "off"},

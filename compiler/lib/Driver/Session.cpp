@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -81,14 +82,18 @@ Comparison dynb::compareOutputs(const StackedOutputs &ref,
   return c;
 }
 
-int64_t dynb::peakResidentBytes() {
+static int64_t statusField(const char *field) {
   std::ifstream status("/proc/self/status");
   std::string line;
+  size_t len = std::strlen(field);
   while (std::getline(status, line))
-    if (line.rfind("VmHWM:", 0) == 0)
-      return std::stoll(line.substr(6)) * 1024;
+    if (line.compare(0, len, field) == 0)
+      return std::stoll(line.substr(len)) * 1024;
   return 0;
 }
+
+int64_t dynb::peakResidentBytes() { return statusField("VmHWM:"); }
+int64_t dynb::residentBytes() { return statusField("VmRSS:"); }
 
 Session::Session()
     : ctx_(std::make_unique<MLIRContext>(MLIRContext::Threading::DISABLED)) {
@@ -101,6 +106,40 @@ Session::Session()
       sourceMgr_, ctx_.get(), llvm::errs(), [](Location loc) {
         auto file = dyn_cast<FileLineColLoc>(loc);
         return !file || file.getFilename().strref().ends_with(".mlir");
+      });
+  // Locations made by the JSON importer name the instance and node in a
+  // NameLoc around file:line:col; print them as `file:line:col: error:
+  // instance 3, node 17 (call): ...` (the source handler would drop the
+  // name). Anything else falls through to the source manager handler.
+  jsonDiagHandler_ = std::make_unique<ScopedDiagnosticHandler>(
+      ctx_.get(), [](Diagnostic &diag) -> LogicalResult {
+        auto name = dyn_cast<NameLoc>(diag.getLocation());
+        auto file = name ? dyn_cast<FileLineColLoc>(name.getChildLoc())
+                         : FileLineColLoc();
+        if (!file)
+          return failure();
+        auto print = [&](Diagnostic &d, StringRef kind) {
+          Location l = d.getLocation();
+          auto n = dyn_cast<NameLoc>(l);
+          auto f = n ? dyn_cast<FileLineColLoc>(n.getChildLoc())
+                     : dyn_cast<FileLineColLoc>(l);
+          if (f)
+            llvm::errs() << f.getFilename().strref() << ":" << f.getLine()
+                         << ":" << f.getColumn() << ": ";
+          llvm::errs() << kind << ": ";
+          if (n)
+            llvm::errs() << n.getName().strref() << ": ";
+          llvm::errs() << d << "\n";
+        };
+        StringRef kind = diag.getSeverity() == DiagnosticSeverity::Error
+                             ? "error"
+                         : diag.getSeverity() == DiagnosticSeverity::Warning
+                             ? "warning"
+                             : "note";
+        print(diag, kind);
+        for (Diagnostic &note : diag.getNotes())
+          print(note, "note");
+        return success();
       });
   kernels_ = std::make_unique<KernelCache>(*ctx_);
 }
@@ -231,6 +270,7 @@ FailureOr<RunResult> Session::run(const RunOptions &options) {
 
   rt::ExecutorOptions exOpts;
   exOpts.numThreads = options.threads;
+  exOpts.profile = options.profile;
   rt::Executor executor(params_, exOpts);
   for (const rt::Plan &plan : plans) {
     rt::Status s = executor.validate(plan);
@@ -256,7 +296,9 @@ FailureOr<RunResult> Session::run(const RunOptions &options) {
       executor.copyOutput(plan, p, buf);
       llvm::append_range(result.outputs.values[p], buf);
     }
+    result.residentAfterBatch.push_back(residentBytes());
   }
+  rt::ExecutorStats beforeTimed = executor.stats();
   for (unsigned r = 0; r < options.repeat; ++r) {
     auto start = std::chrono::steady_clock::now();
     for (const rt::Plan &plan : plans) {
@@ -268,6 +310,11 @@ FailureOr<RunResult> Session::run(const RunOptions &options) {
     }
     result.passSeconds.push_back(secondsSince(start));
   }
-  result.arenaBytes = executor.stats().arenaCapacityBytes;
+  const rt::ExecutorStats &after = executor.stats();
+  result.arenaBytes = after.arenaCapacityBytes;
+  result.profile.gather = after.gatherSeconds - beforeTimed.gatherSeconds;
+  result.profile.gemm = after.gemmSeconds - beforeTimed.gemmSeconds;
+  result.profile.kernel = after.kernelSeconds - beforeTimed.kernelSeconds;
+  result.profile.gemmFlops = after.gemmFlops - beforeTimed.gemmFlops;
   return result;
 }

@@ -26,6 +26,8 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include <cstdlib>
+
 using namespace mlir;
 using namespace dynb;
 
@@ -128,9 +130,17 @@ LogicalResult dynb::jitCompile(LoweredModule &lowered) {
     return failure();
   registerTranslations(*kernels.getContext());
   initializeNativeTarget();
+  // ExecutionEngineOptions holds a function_ref: the transformer must
+  // outlive create().
+  std::function<llvm::Error(llvm::Module *)> optimize =
+      makeOptimizingTransformer(3, 0, hostTargetMachine());
   ExecutionEngineOptions opts;
-  opts.transformer = makeOptimizingTransformer(3, 0, hostTargetMachine());
+  opts.transformer = optimize;
   opts.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  // DYNB_JIT_OBJECT_DIR=dir writes each compiled module's object file there
+  // (for objdump and profilers, which see JIT code as anonymous).
+  const char *dumpDir = std::getenv("DYNB_JIT_OBJECT_DIR");
+  opts.enableObjectDump = dumpDir != nullptr;
   auto engine = ExecutionEngine::create(kernels, opts);
   if (!engine)
     return kernels.emitError("JIT compilation failed: ")
@@ -144,6 +154,9 @@ LogicalResult dynb::jitCompile(LoweredModule &lowered) {
              << llvm::toString(fn.takeError());
     lowered.kernelFns.push_back(reinterpret_cast<rt::KernelFn>(*fn));
   }
+  if (dumpDir)
+    (*engine)->dumpToObjectFile(std::string(dumpDir) + "/" + lowered.name +
+                                ".o");
   lowered.engine = std::move(*engine);
   return success();
 }

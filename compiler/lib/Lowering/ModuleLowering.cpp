@@ -126,6 +126,11 @@ func::FuncOp BodyLowering::newKernel(ArrayRef<int64_t> argCols,
   auto kfn = kb.create<func::FuncOp>(fn.getLoc(), name,
                                      kb.getFunctionType(types, {}));
   kfn->setAttr("llvm.emit_c_interface", kb.getUnitAttr());
+  // Outputs are fresh buffers the inputs never overlap (inputs may overlap
+  // each other, but are only read), so the vectoriser needs no runtime
+  // alias checks.
+  for (unsigned i = 0; i < argCols.size(); ++i)
+    kfn.setArgAttr(i, "llvm.noalias", kb.getUnitAttr());
   kfn->setAttr("dynb.kernel", kb.getStringAttr(what));
   kfn.addEntryBlock();
   out.kernelNames.push_back(name);

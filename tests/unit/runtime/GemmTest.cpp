@@ -193,8 +193,9 @@ TEST(GemmTest, ExecutorGemmStepOnWindowsWithParameters) {
 TEST(GemmTest, ReportsSmallGemmCost) {
   // Not a pass/fail check: prints what one call costs on this machine, the
   // number behind the default smallProblemMaxMacs.
-  for (GemmShape shape : {GemmShape{1, 16, 16}, GemmShape{4, 32, 32},
-                          GemmShape{16, 64, 64}, GemmShape{64, 256, 256}}) {
+  for (GemmShape shape :
+       {GemmShape{1, 16, 16}, GemmShape{4, 32, 32}, GemmShape{2, 64, 64},
+        GemmShape{4, 64, 64}, GemmShape{16, 64, 64}, GemmShape{64, 256, 256}}) {
     std::vector<float> a = randomValues(shape.m * shape.k, 1);
     std::vector<float> w = randomValues(shape.n * shape.k, 2);
     std::vector<float> bias = randomValues(shape.n, 3);

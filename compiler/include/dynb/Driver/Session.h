@@ -15,6 +15,7 @@
 #include "dynb/Runtime/ParameterStore.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/Error.h"
@@ -34,6 +35,15 @@ struct RunOptions {
   unsigned repeat = 1;
   /// Runtime threads; 0: every hardware thread.
   unsigned threads = 0;
+  /// Time the runtime's steps by kind during the timed passes.
+  bool profile = false;
+};
+
+/// Where the timed passes spent their time, by step kind (seconds summed
+/// over the timed passes).
+struct StepProfile {
+  double gather = 0, gemm = 0, kernel = 0;
+  uint64_t gemmFlops = 0;
 };
 
 /// Outputs stacked one row per instance: [instances x width] per output.
@@ -53,6 +63,10 @@ struct RunResult {
   unsigned modulesCompiled = 0;
   std::vector<double> passSeconds; // each timed pass over every batch
   int64_t arenaBytes = 0;          // the arena after the run
+  StepProfile profile;             // with RunOptions::profile
+  /// Resident memory after each batch of the warm-up pass: flat once the
+  /// arena has grown to the largest batch.
+  std::vector<int64_t> residentAfterBatch;
   StackedOutputs outputs;
 
   double medianPassSeconds() const;
@@ -100,6 +114,7 @@ private:
   std::unique_ptr<mlir::MLIRContext> ctx_;
   llvm::SourceMgr sourceMgr_;
   std::unique_ptr<mlir::SourceMgrDiagnosticHandler> diagHandler_;
+  std::unique_ptr<mlir::ScopedDiagnosticHandler> jsonDiagHandler_;
   mlir::OwningOpRef<mlir::ModuleOp> module_;
   rt::ParameterStore params_;
   std::unique_ptr<KernelCache> kernels_;
@@ -107,6 +122,8 @@ private:
 
 /// Peak resident memory of this process, bytes (0 where unknown).
 int64_t peakResidentBytes();
+/// Current resident memory of this process, bytes (0 where unknown).
+int64_t residentBytes();
 
 } // namespace dynb
 

@@ -13,6 +13,8 @@
 namespace dynb::rt {
 
 struct ExecutorOptions {
+  /// Time each step kind (two clock reads a step).
+  bool profile = false;
   /// Threads for kernels and gathers; 0 means all hardware threads.
   unsigned numThreads = 0;
   /// A kernel step is split across threads only when rows times the summed
@@ -31,6 +33,10 @@ struct ExecutorStats {
   uint64_t kernelCalls = 0;
   uint64_t gatherRowsCopied = 0;
   uint64_t gemmPrimitivesCreated = 0;
+  /// Wall time by step kind, accumulated over runs when
+  /// ExecutorOptions::profile is set (else zero).
+  double gatherSeconds = 0, gemmSeconds = 0, kernelSeconds = 0;
+  uint64_t gemmFlops = 0;
   int64_t arenaCapacityBytes = 0;
 };
 
