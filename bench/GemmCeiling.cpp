@@ -1,0 +1,68 @@
+//===- GemmCeiling.cpp - oneDNN's f32 GEMM rate on this machine -----------===//
+//
+// The ceiling the TreeLSTM figures are compared with: the same GEMM shapes
+// the workload produces (C = A W^T + b), run through the runtime's own
+// oneDNN path as one large static batch, best of several repetitions.
+//
+// usage: dynb-gemm-ceiling M K N [M K N ...]   (prints one line a shape)
+//
+//===----------------------------------------------------------------------===//
+#include "dynb/Runtime/GemmCache.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+using namespace dynb::rt;
+
+int main(int argc, char **argv) {
+  if (argc < 4 || (argc - 1) % 3 != 0) {
+    std::fprintf(stderr, "usage: %s M K N [M K N ...]\n", argv[0]);
+    return 2;
+  }
+  GemmCache cache;
+  for (int i = 1; i + 2 < argc; i += 3) {
+    int64_t m = std::atoll(argv[i]), k = std::atoll(argv[i + 1]),
+            n = std::atoll(argv[i + 2]);
+    if (m <= 0 || k <= 0 || n <= 0) {
+      std::fprintf(stderr, "dimensions must be positive\n");
+      return 2;
+    }
+    std::vector<float> a(m * k, 0.5f), w(n * k, 0.25f), b(n, 1.0f), c(m * n);
+    GemmArgs args;
+    args.m = m;
+    args.k = k;
+    args.n = n;
+    args.a = a.data();
+    args.lda = k;
+    args.w = w.data();
+    args.bias = b.data();
+    args.c = c.data();
+    args.ldc = n;
+    double flops = 2.0 * m * k * n;
+    // Repeat until ~0.2 s per shape, keep the best: the machine is shared.
+    int reps = std::max<int64_t>(3, static_cast<int64_t>(2e10 / flops / 100));
+    double best = 1e30;
+    for (int round = 0; round < 5; ++round) {
+      auto start = std::chrono::steady_clock::now();
+      for (int r = 0; r < reps; ++r)
+        if (Status s = cache.run(args)) {
+          std::fprintf(stderr, "%s\n", s.message().c_str());
+          return 1;
+        }
+      double sec = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count() /
+                   reps;
+      best = std::min(best, sec);
+    }
+    std::printf("%s\n", fmt::format("gemm m={} k={} n={}: {:.1f} GFLOP/s "
+                                    "({:.1f} us a call)",
+                                    m, k, n, flops / best * 1e-9, best * 1e6)
+                            .c_str());
+  }
+  return 0;
+}

@@ -1,0 +1,429 @@
+#!/usr/bin/env python3
+# TreeLSTM benchmark (WORKLOADS.md §1): runs dynbc over the SST trees and reports throughput, launches, profile and memory.
+"""Usage: bench/treelstm.py BUILD_DIR [--quick] [--out DIR] [--threads N]
+
+Converts the SST trees with BUILD_DIR/bin/sst2dynb, runs BUILD_DIR/bin/dynbc
+over a grid of hidden sizes, batch sizes and strategies, prints one table per
+hidden size and the headline figures, and writes treelstm.json (raw figures)
+and treelstm.md (the tables) to BUILD_DIR/bench (or --out DIR).
+See bench/README.md.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SST_DIR = os.path.join(ROOT, "examples", "treelstm", "data", "sst")
+
+STRATEGIES = ("none", "depth", "agenda")
+GRID_HDIMS = (256, 512)
+GRID_BATCHES = (1, 16, 64, 256)
+# `none` launches one kernel per node (~700 trees/s at hdim 256), so it gets a
+# single timed pass; the batched strategies are fast and get more.
+REPEAT_UNBATCHED = 1
+REPEAT_BATCHED = 3
+# The launch-overhead point: tiny cells, so the run time is mostly overhead.
+OVERHEAD_HDIM, OVERHEAD_BATCH, OVERHEAD_REPEAT = 8, 64, 5
+# The memory check: all of train.txt in consecutive batches, one timed pass.
+MEMORY_HDIM, MEMORY_BATCH, MEMORY_STRATEGY = 256, 64, "agenda"
+MEMORY_EARLY = slice(20, 40)   # batches 20..39 (0-based): the arena has grown by then
+MEMORY_LATE_COUNT = 20         # compared with the mean of the last 20 batches
+MEMORY_GROWTH_LIMIT = 0.02
+# Headline targets, in trees per second of the agenda strategy at batch 64.
+TARGETS = {256: 5_000, OVERHEAD_HDIM: 40_000}
+HEADLINE_BATCH, HEADLINE_STRATEGY = 64, "agenda"
+SEED = 1
+
+
+class BenchError(Exception):
+    """A step of the benchmark failed; the message says which and why."""
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="bench/treelstm.py",
+        description="TreeLSTM benchmark of WORKLOADS.md §1 (see bench/README.md).")
+    p.add_argument("build", metavar="BUILD_DIR", help="build directory holding bin/dynbc and bin/sst2dynb")
+    p.add_argument("--quick", action="store_true",
+                   help="hdim 256, batch 64, every strategy only (no overhead point, no memory check)")
+    p.add_argument("--out", metavar="DIR", help="where treelstm.json/.md go (default BUILD_DIR/bench)")
+    p.add_argument("--threads", type=int, default=0, metavar="N",
+                   help="dynbc runtime threads (default 0: dynbc's default, all hardware threads)")
+    return p.parse_args(argv)
+
+
+# ---------------------------------------------------------------- the plan
+
+def benchmark_plan(quick):
+    """The dynbc calls to make, in order: dicts with kind, split, hdim, batch, strategies, repeat."""
+    def call(kind, split, hdim, batch, strategies, repeat):
+        return dict(kind=kind, split=split, hdim=hdim, batch=batch,
+                    strategies=list(strategies), repeat=repeat)
+
+    hdims, batches = ((256,), (64,)) if quick else (GRID_HDIMS, GRID_BATCHES)
+    plan = []
+    for hdim in hdims:
+        for batch in batches:
+            plan.append(call("grid", "dev", hdim, batch, ["none"], REPEAT_UNBATCHED))
+            plan.append(call("grid", "dev", hdim, batch, ["depth", "agenda"], REPEAT_BATCHED))
+    if not quick:
+        plan.append(call("overhead", "dev", OVERHEAD_HDIM, OVERHEAD_BATCH, STRATEGIES, OVERHEAD_REPEAT))
+        plan.append(call("memory", "train", MEMORY_HDIM, MEMORY_BATCH, [MEMORY_STRATEGY], 1))
+    return plan
+
+
+# ---------------------------------------------------------------- running tools
+
+def run_tool(argv, log_path):
+    """Runs argv, keeps its output in log_path; raises BenchError on failure."""
+    start = time.monotonic()
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wall = time.monotonic() - start
+    with open(log_path, "w") as log:
+        log.write("$ " + shlex.join(argv) + "\n" + proc.stdout)
+    if proc.returncode != 0:
+        raise BenchError(f"{os.path.basename(argv[0])} exited with status {proc.returncode}:\n"
+                         f"$ {shlex.join(argv)}\n{proc.stdout.rstrip()}")
+    return wall
+
+
+class Runner:
+    """Converts the trees once per (split, hdim) and makes the dynbc calls."""
+
+    def __init__(self, build, work_dir, threads):
+        self.sst2dynb = os.path.join(build, "bin", "sst2dynb")
+        self.dynbc = os.path.join(build, "bin", "dynbc")
+        for tool in (self.sst2dynb, self.dynbc):
+            if not os.access(tool, os.X_OK):
+                raise BenchError(f"{tool} not found: build first (tools/dev build)")
+        self.work_dir = work_dir
+        self.threads = threads
+        self.converted = {}
+
+    def graphs(self, split, hdim):
+        key = (split, hdim)
+        if key not in self.converted:
+            trees = os.path.join(SST_DIR, f"{split}.txt")
+            out = os.path.join(self.work_dir, f"sst-{split}-h{hdim}.jsonl")
+            run_tool([self.sst2dynb, trees, "--hdim", str(hdim), "-o", out],
+                     os.path.join(self.work_dir, f"sst2dynb-{split}-h{hdim}.log"))
+            self.converted[key] = out
+        return self.converted[key]
+
+    def dynbc_call(self, call):
+        """Runs one planned call; returns (argv, wall seconds, dynbc's per-strategy results)."""
+        graphs = self.graphs(call["split"], call["hdim"])
+        name = f"{call['split']}-h{call['hdim']}-b{call['batch']}-{'+'.join(call['strategies'])}"
+        report = os.path.join(self.work_dir, name + ".json")
+        argv = [self.dynbc, "run", graphs, "--seed", str(SEED),
+                "--strategy=" + ",".join(call["strategies"]),
+                "--batch-size", str(call["batch"]), "--repeat", str(call["repeat"]),
+                "--profile", "--report", report]
+        if self.threads:
+            argv += ["--threads", str(self.threads)]
+        if os.path.exists(report):
+            os.remove(report)
+        wall = run_tool(argv, os.path.join(self.work_dir, name + ".log"))
+        try:
+            with open(report) as f:
+                results = json.load(f)["results"]
+        except (OSError, ValueError, KeyError) as e:
+            raise BenchError(f"dynbc wrote no usable report {report}: {e}")
+        got = [r.get("strategy") for r in results]
+        if got != call["strategies"]:
+            raise BenchError(f"{report}: expected strategies {call['strategies']}, got {got}")
+        return argv, wall, results
+
+
+# ---------------------------------------------------------------- figures
+
+def derive(call, raw):
+    """The reported figures of one strategy's dynbc result."""
+    passes = raw["run_seconds"]
+    if not passes or raw["run_seconds_median"] <= 0:
+        raise BenchError(f"dynbc reported no timed pass for {raw['strategy']}")
+    median = raw["run_seconds_median"]
+    timed = sum(passes)
+    instances = raw["instances"]
+    gemm, kernel, gather = raw["gemm_seconds"], raw["kernel_seconds"], raw["gather_seconds"]
+    return {
+        "kind": call["kind"], "split": call["split"], "hdim": call["hdim"],
+        "batch": call["batch"], "strategy": raw["strategy"], "repeat": len(passes),
+        "instances": instances, "nodes": raw["nodes"], "batches": raw["batches"],
+        "median_pass_seconds": median,
+        "trees_per_second": instances / median,
+        "nodes_per_second": raw["nodes"] / median,
+        "launches": raw["launches"], "lower_bound": raw["lower_bound"],
+        "launches_over_bound": raw["launches"] / raw["lower_bound"] if raw["lower_bound"] else None,
+        "jit_seconds": raw["jit_seconds"], "modules_compiled": raw["modules_compiled"],
+        "schedule_ms_per_tree": raw["schedule_seconds"] * 1e3 / instances,
+        "plan_ms_per_tree": raw["plan_seconds"] * 1e3 / instances,
+        "gemm_gflops_per_second": raw["gemm_flops"] / gemm * 1e-9 if gemm > 0 else None,
+        "gemm_share": gemm / timed,
+        "kernel_share": kernel / timed,
+        "gather_share": gather / timed,
+        "other_share": (timed - gemm - kernel - gather) / timed,
+        # If everything but the GEMMs took no time.
+        "gemm_only_trees_per_second": instances * len(passes) / gemm if gemm > 0 else None,
+        "arena_bytes": raw["arena_bytes"], "peak_rss_bytes": raw["peak_rss_bytes"],
+    }
+
+
+def find_row(rows, hdim, batch, strategy, kind=None):
+    for r in rows:
+        if (r["hdim"], r["batch"], r["strategy"]) == (hdim, batch, strategy) and \
+                (kind is None or r["kind"] == kind):
+            return r
+    return None
+
+
+def add_speedups(rows):
+    """Each row's trees/s over that of `none` at the same hdim, batch and data."""
+    for r in rows:
+        base = next((b for b in rows if b["strategy"] == "none" and b["kind"] == r["kind"]
+                     and (b["hdim"], b["batch"]) == (r["hdim"], r["batch"])), None)
+        r["speedup_over_none"] = r["trees_per_second"] / base["trees_per_second"] if base else None
+
+
+def memory_check(row, raw):
+    """Peak RSS and whether resident memory keeps growing once the arena has its size."""
+    rss = raw["rss_after_batch_bytes"]
+    result = {"batches": len(rss), "peak_rss_bytes": raw["peak_rss_bytes"],
+              "arena_bytes": raw["arena_bytes"], "rss_after_batch_bytes": rss,
+              "trees_per_second": row["trees_per_second"]}
+    if len(rss) < MEMORY_EARLY.stop + MEMORY_LATE_COUNT:
+        result.update(verdict="too few batches to compare", growth=None)
+        return result
+    early = statistics.mean(rss[MEMORY_EARLY])
+    late = statistics.mean(rss[-MEMORY_LATE_COUNT:])
+    growth = late / early - 1
+    result.update(early_mean_bytes=early, late_mean_bytes=late, growth=growth,
+                  verdict="GROWS" if growth > MEMORY_GROWTH_LIMIT else "flat")
+    return result
+
+
+# ---------------------------------------------------------------- formatting
+
+def fmt_int(x):
+    return f"{x:,.0f}"
+
+
+def fmt_opt(x, spec):
+    return "-" if x is None else format(x, spec)
+
+
+def pct(x):
+    return f"{100 * x:.0f}%"
+
+
+GRID_COLUMNS = ["batch", "strategy", "trees/s", "nodes/s", "x none", "launches", "bound",
+                "l/bound", "JIT s", "sched ms/tree", "plan ms/tree", "GEMM GF/s",
+                "gemm", "kernels", "gathers", "other", "passes"]
+
+
+def grid_cells(r):
+    return [str(r["batch"]), r["strategy"], fmt_int(r["trees_per_second"]),
+            f"{r['nodes_per_second'] / 1e6:.2f}M", fmt_opt(r["speedup_over_none"], ".1f"),
+            fmt_int(r["launches"]), fmt_int(r["lower_bound"]),
+            fmt_opt(r["launches_over_bound"], ".2f"),
+            f"{r['jit_seconds']:.2f}", f"{r['schedule_ms_per_tree']:.3f}",
+            f"{r['plan_ms_per_tree']:.3f}", fmt_opt(r["gemm_gflops_per_second"], ".1f"),
+            pct(r["gemm_share"]), pct(r["kernel_share"]), pct(r["gather_share"]),
+            pct(r["other_share"]), str(r["repeat"])]
+
+
+def text_table(headers, rows):
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
+    left = {0, 1}  # batch and strategy read better left-aligned
+    def line(cells):
+        return "  ".join(c.ljust(w) if i in left else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+    out = [line(headers), line(["-" * w for w in widths])]
+    out += [line(row) for row in rows]
+    return "\n".join(out)
+
+
+def markdown_table(headers, rows):
+    out = ["| " + " | ".join(headers) + " |",
+           "|" + "|".join("---" if i < 2 else "---:" for i in range(len(headers))) + "|"]
+    out += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def table_sections(rows):
+    """(title, header, cell rows) per hidden size of the grid, then the overhead point."""
+    sections = []
+    for hdim in sorted({r["hdim"] for r in rows if r["kind"] == "grid"}):
+        cells = [grid_cells(r) for r in rows if r["kind"] == "grid" and r["hdim"] == hdim]
+        sections.append((f"hdim {hdim}, SST dev ({rows[0]['instances']} trees)", cells))
+    overhead = [grid_cells(r) for r in rows if r["kind"] == "overhead"]
+    if overhead:
+        sections.append((f"overhead point: hdim {OVERHEAD_HDIM}, SST dev", overhead))
+    return sections
+
+
+def headline_lines(rows, memory):
+    lines = []
+    for hdim, target in TARGETS.items():
+        r = find_row(rows, hdim, HEADLINE_BATCH, HEADLINE_STRATEGY)
+        if r is None:
+            continue
+        verdict = "met" if r["trees_per_second"] >= target else "NOT met"
+        lines.append(f"{HEADLINE_STRATEGY} hdim {hdim} batch {HEADLINE_BATCH}: "
+                     f"{fmt_int(r['trees_per_second'])} trees/s "
+                     f"(target {fmt_int(target)}: {verdict})")
+        if r.get("speedup_over_none"):
+            lines[-1] += f", {r['speedup_over_none']:.1f}x none"
+    for hdim in sorted({r["hdim"] for r in rows}):
+        r = find_row(rows, hdim, HEADLINE_BATCH, HEADLINE_STRATEGY)
+        if r is None or r["gemm_gflops_per_second"] is None:
+            continue
+        lines.append(f"ceiling, {HEADLINE_STRATEGY} hdim {hdim} batch {HEADLINE_BATCH}: GEMM runs at "
+                     f"{r['gemm_gflops_per_second']:.1f} GFLOP/s and is {pct(r['gemm_share'])} of "
+                     f"run time; with all else free: {fmt_int(r['gemm_only_trees_per_second'])} trees/s")
+    if memory:
+        if memory["growth"] is None:
+            lines.append(f"memory: {memory['verdict']}")
+        else:
+            lines.append(
+                f"memory, SST train ({memory['batches']} batches of {MEMORY_BATCH}, {MEMORY_STRATEGY}, "
+                f"hdim {MEMORY_HDIM}): peak RSS {memory['peak_rss_bytes'] / 2**20:.1f} MiB, "
+                f"arena {memory['arena_bytes'] / 2**20:.1f} MiB; RSS after batches "
+                f"{MEMORY_EARLY.start}-{MEMORY_EARLY.stop - 1} {memory['early_mean_bytes'] / 2**20:.1f} MiB, "
+                f"last {MEMORY_LATE_COUNT} {memory['late_mean_bytes'] / 2**20:.1f} MiB: "
+                f"{100 * memory['growth']:+.2f}% -> {memory['verdict']} "
+                f"(limit +{100 * MEMORY_GROWTH_LIMIT:.0f}%)")
+    return lines
+
+
+TIMING_NOTE = ("trees/s and nodes/s: instances / median timed pass (one untimed warm-up pass first); "
+               "run time excludes parsing, scheduling (sched), plan building (plan) and JIT, shown "
+               "apart. JIT is paid by the first strategy of each dynbc call (later ones hit the cache). "
+               "gemm/kernels/gathers/other: share of timed run time (--profile).")
+
+
+# ---------------------------------------------------------------- machine
+
+def machine_info():
+    def output(argv):
+        try:
+            return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  text=True, cwd=ROOT).stdout.strip()
+        except OSError:
+            return ""
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+    except OSError:
+        pass
+    return {
+        "nproc": int(output(["nproc"]) or os.cpu_count() or 0),
+        "cpu_model": model,
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "load_average_at_start": list(os.getloadavg()),
+        "git_commit": output(["git", "rev-parse", "HEAD"]),
+        "git_dirty": bool(output(["git", "status", "--porcelain", "--untracked-files=no"])),
+    }
+
+
+# ---------------------------------------------------------------- main
+
+def describe(call):
+    return (f"{call['split']} hdim {call['hdim']:>3} batch {call['batch']:>3} "
+            f"{','.join(call['strategies']):<17} x{call['repeat']}")
+
+
+def reproduce_command(args):
+    cmd = [os.path.join(ROOT, "bench", "run.sh"), os.path.abspath(args.build), "treelstm"]
+    if args.quick:
+        cmd.append("--quick")
+    if args.out:
+        cmd += ["--out", os.path.abspath(args.out)]
+    if args.threads:
+        cmd += ["--threads", str(args.threads)]
+    return shlex.join(cmd)
+
+
+def main(argv):
+    args = parse_args(argv)
+    build = os.path.abspath(args.build)
+    out_dir = os.path.abspath(args.out) if args.out else os.path.join(build, "bench")
+    work_dir = os.path.join(build, "bench", "work")
+    os.makedirs(work_dir, exist_ok=True)
+    os.makedirs(out_dir, exist_ok=True)
+    stem = "treelstm-quick" if args.quick else "treelstm"
+
+    runner = Runner(build, work_dir, args.threads)
+    machine = machine_info()
+    plan = benchmark_plan(args.quick)
+    print(f"TreeLSTM benchmark{' (quick)' if args.quick else ''}: {len(plan)} dynbc calls, "
+          f"{machine['nproc']} CPUs ({machine['cpu_model']}), load average "
+          f"{machine['load_average_at_start'][0]:.2f}; work dir {work_dir}", flush=True)
+
+    started = time.monotonic()
+    calls, rows, memory = [], [], None
+    for i, call in enumerate(plan, 1):
+        print(f"[{i:>2}/{len(plan)}] {describe(call)} ...", end=" ", flush=True)
+        argv, wall, results = runner.dynbc_call(call)
+        print(f"{wall:.1f} s", flush=True)
+        calls.append(dict(call, argv=argv, wall_seconds=wall, results=results))
+        for raw in results:
+            row = derive(call, raw)
+            if call["kind"] == "memory":
+                memory = memory_check(row, raw)
+            else:
+                rows.append(row)
+    total_wall = time.monotonic() - started
+    add_speedups(rows)
+    machine["load_average_at_end"] = list(os.getloadavg())
+
+    command = reproduce_command(args)
+    sections = table_sections(rows)
+    headlines = headline_lines(rows, memory)
+
+    text = []
+    for title, cells in sections:
+        text += ["", title, text_table(GRID_COLUMNS, cells)]
+    text += ["", TIMING_NOTE, ""] + headlines
+    print("\n".join(text))
+
+    md = [f"# TreeLSTM benchmark{' (quick)' if args.quick else ''}", "",
+          f"{machine['date']}, {machine['nproc']} CPUs ({machine['cpu_model']}), "
+          f"commit {machine['git_commit'][:12]}{' (dirty)' if machine['git_dirty'] else ''}, "
+          f"load average {machine['load_average_at_start'][0]:.2f} at start.", "",
+          f"Reproduce: `{command}`"]
+    for title, cells in sections:
+        md += ["", f"## {title}", "", markdown_table(GRID_COLUMNS, cells)]
+    md += ["", TIMING_NOTE, "", "## Headline", ""] + [f"- {l}" for l in headlines]
+
+    json_path = os.path.join(out_dir, stem + ".json")
+    md_path = os.path.join(out_dir, stem + ".md")
+    report = {"benchmark": "treelstm", "quick": args.quick, "command": command,
+              "machine": machine, "threads": args.threads, "seed": SEED,
+              "wall_seconds": total_wall, "headlines": headlines, "rows": rows,
+              "memory_check": memory, "calls": calls}
+    with open(json_path, "w") as f:
+        json.dump(report, f, indent=1)
+        f.write("\n")
+    with open(md_path, "w") as f:
+        f.write("\n".join(md) + "\n")
+
+    print(f"\nwall time {total_wall:.0f} s; wrote {json_path} and {md_path}")
+    print(f"reproduce: {command}")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except BenchError as e:
+        print(f"\ntreelstm benchmark: error: {e}", file=sys.stderr)
+        sys.exit(1)
