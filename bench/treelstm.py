@@ -40,6 +40,8 @@ MEMORY_GROWTH_LIMIT = 0.02
 TARGETS = {256: 5_000, OVERHEAD_HDIM: 40_000}
 HEADLINE_BATCH, HEADLINE_STRATEGY = 64, "agenda"
 SEED = 1
+THREADING_ENV_PREFIXES = ("OMP_", "GOMP_", "KMP_", "DNNL_", "ONEDNN_")
+BUSY_CPU_SHARE = 0.10   # warn when others keep this share of the CPUs busy before or after the runs
 
 
 class BenchError(Exception):
@@ -230,7 +232,7 @@ GRID_COLUMNS = ["batch", "strategy", "trees/s", "nodes/s", "x none", "launches",
 
 def grid_cells(r):
     return [str(r["batch"]), r["strategy"], fmt_int(r["trees_per_second"]),
-            f"{r['nodes_per_second'] / 1e6:.2f}M", fmt_opt(r["speedup_over_none"], ".1f"),
+            fmt_int(r["nodes_per_second"]), fmt_opt(r["speedup_over_none"], ".1f"),
             fmt_int(r["launches"]), fmt_int(r["lower_bound"]),
             fmt_opt(r["launches_over_bound"], ".2f"),
             f"{r['jit_seconds']:.2f}", f"{r['schedule_ms_per_tree']:.3f}",
@@ -261,8 +263,9 @@ def table_sections(rows):
     """(title, header, cell rows) per hidden size of the grid, then the overhead point."""
     sections = []
     for hdim in sorted({r["hdim"] for r in rows if r["kind"] == "grid"}):
-        cells = [grid_cells(r) for r in rows if r["kind"] == "grid" and r["hdim"] == hdim]
-        sections.append((f"hdim {hdim}, SST dev ({rows[0]['instances']} trees)", cells))
+        of_hdim = [r for r in rows if r["kind"] == "grid" and r["hdim"] == hdim]
+        sections.append((f"hdim {hdim}, SST dev ({of_hdim[0]['instances']} trees)",
+                         [grid_cells(r) for r in of_hdim]))
     overhead = [grid_cells(r) for r in rows if r["kind"] == "overhead"]
     if overhead:
         sections.append((f"overhead point: hdim {OVERHEAD_HDIM}, SST dev", overhead))
@@ -329,9 +332,36 @@ def machine_info():
         "cpu_model": model,
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "load_average_at_start": list(os.getloadavg()),
+        "cpu_busy_share_before": cpu_busy_share(),
         "git_commit": output(["git", "rev-parse", "HEAD"]),
         "git_dirty": bool(output(["git", "status", "--porcelain", "--untracked-files=no"])),
+        # Thread-runtime settings change the figures (OpenMP waiting policy above all).
+        "environment": {k: v for k, v in sorted(os.environ.items())
+                        if k.startswith(THREADING_ENV_PREFIXES)},
     }
+
+
+def cpu_busy_share(seconds=1.0):
+    """Share of all CPUs' time that was not idle over `seconds` (from /proc/stat), or None."""
+    def sample():
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        return sum(fields), fields[3] + fields[4]  # total, idle + iowait
+    try:
+        total0, idle0 = sample()
+        time.sleep(seconds)
+        total1, idle1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    return 1 - (idle1 - idle0) / (total1 - total0) if total1 > total0 else None
+
+
+def busy_warning(share, when):
+    """A warning line when other processes were using the CPUs, else None."""
+    if share is None or share < BUSY_CPU_SHARE:
+        return None
+    return (f"warning: the CPUs were {100 * share:.0f}% busy {when} without this benchmark: "
+            f"other processes compete with dynbc, so the figures are low and noisy")
 
 
 # ---------------------------------------------------------------- main
@@ -365,8 +395,8 @@ def main(argv):
     machine = machine_info()
     plan = benchmark_plan(args.quick)
     print(f"TreeLSTM benchmark{' (quick)' if args.quick else ''}: {len(plan)} dynbc calls, "
-          f"{machine['nproc']} CPUs ({machine['cpu_model']}), load average "
-          f"{machine['load_average_at_start'][0]:.2f}; work dir {work_dir}", flush=True)
+          f"{machine['nproc']} CPUs ({machine['cpu_model']}), "
+          f"{100 * (machine['cpu_busy_share_before'] or 0):.0f}% busy before start; work dir {work_dir}", flush=True)
 
     started = time.monotonic()
     calls, rows, memory = [], [], None
@@ -384,10 +414,16 @@ def main(argv):
     total_wall = time.monotonic() - started
     add_speedups(rows)
     machine["load_average_at_end"] = list(os.getloadavg())
+    machine["cpu_busy_share_after"] = cpu_busy_share()
 
     command = reproduce_command(args)
     sections = table_sections(rows)
     headlines = headline_lines(rows, memory)
+    for share, when in ((machine["cpu_busy_share_before"], "before the runs"),
+                        (machine["cpu_busy_share_after"], "after them")):
+        warning = busy_warning(share, when)
+        if warning:
+            headlines.append(warning)
 
     text = []
     for title, cells in sections:
@@ -398,7 +434,9 @@ def main(argv):
     md = [f"# TreeLSTM benchmark{' (quick)' if args.quick else ''}", "",
           f"{machine['date']}, {machine['nproc']} CPUs ({machine['cpu_model']}), "
           f"commit {machine['git_commit'][:12]}{' (dirty)' if machine['git_dirty'] else ''}, "
-          f"load average {machine['load_average_at_start'][0]:.2f} at start.", "",
+          f"CPUs {100 * (machine['cpu_busy_share_before'] or 0):.0f}% busy before the runs "
+          f"and {100 * (machine['cpu_busy_share_after'] or 0):.0f}% after them "
+          f"(other processes).", "",
           f"Reproduce: `{command}`"]
     for title, cells in sections:
         md += ["", f"## {title}", "", markdown_table(GRID_COLUMNS, cells)]

@@ -10,36 +10,36 @@
 using namespace mlir;
 using namespace dynb;
 
-DictionaryAttr SignatureTable::signatureAttributes(Operation *op) {
-  // An embedding's row is the instance's data, not part of the function.
-  if (auto emb = dyn_cast<EmbeddingOp>(op)) {
-    NamedAttrList attrs(op->getAttrDictionary());
-    attrs.erase(emb.getIndexAttrName());
-    return attrs.getDictionary(op->getContext());
-  }
-  return op->getAttrDictionary();
-}
-
-unsigned SignatureTable::KeyInfo::getHashValue(
-    const llvm::SmallVector<const void *, 8> &k) {
+unsigned SignatureTable::KeyInfo::getHashValue(const Key &k) {
   return static_cast<unsigned>(llvm::hash_combine_range(k.begin(), k.end()));
 }
 
 SignatureId SignatureTable::intern(Operation *op) {
-  llvm::SmallVector<const void *, 8> key;
+  // Runs once a node on the batching path: the key is built from uniqued
+  // pointers in a reused buffer, without making a dictionary per op.
+  Key &key = scratch_;
+  key.clear();
   key.push_back(op->getName().getAsOpaquePointer());
-  key.push_back(signatureAttributes(op).getAsOpaquePointer());
+  bool embedding = isa<EmbeddingOp>(op);
+  for (NamedAttribute attr : op->getAttrs()) {
+    if (embedding && attr.getName() == "index")
+      continue;
+    key.push_back(attr.getName().getAsOpaquePointer());
+    key.push_back(attr.getValue().getAsOpaquePointer());
+  }
   // Separate operand and result types so (a)->(b,c) differs from (a,b)->(c).
   key.push_back(reinterpret_cast<const void *>(op->getNumOperands()));
   for (Type t : op->getOperandTypes())
     key.push_back(t.getAsOpaquePointer());
   for (Type t : op->getResultTypes())
     key.push_back(t.getAsOpaquePointer());
-  auto [it, inserted] =
-      ids_.try_emplace(std::move(key), representatives_.size());
-  if (inserted)
-    representatives_.push_back(op);
-  return it->second;
+  auto it = ids_.find(key);
+  if (it != ids_.end())
+    return it->second;
+  SignatureId id = representatives_.size();
+  ids_.try_emplace(key, id);
+  representatives_.push_back(op);
+  return id;
 }
 
 std::string SignatureTable::describe(SignatureId id) const {

@@ -8,7 +8,9 @@
 #include "dynb/Transforms/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
@@ -211,6 +213,26 @@ FailureOr<OwningOpRef<ModuleOp>> Session::batch(BatchingStrategy strategy,
   return std::move(copy);
 }
 
+FailureOr<SmallVector<ScheduleOp>>
+Session::addSchedules(BatchingStrategy strategy, int64_t batchSize) {
+  PassManager pm(ctx_.get());
+  BatchInstancesOptions opts;
+  opts.strategy = toString(strategy).str();
+  opts.batchSize = batchSize;
+  opts.keepInstances = true;
+  // The instances were verified on load; verifying all of them again after
+  // the pass costs more than the pass. The schedules are verified alone.
+  pm.enableVerifier(false);
+  pm.addPass(createBatchInstances(opts));
+  if (failed(pm.run(*module_)))
+    return failure();
+  SmallVector<ScheduleOp> schedules(module_->getOps<ScheduleOp>());
+  for (ScheduleOp s : schedules)
+    if (failed(verify(s)))
+      return failure();
+  return schedules;
+}
+
 FailureOr<StackedOutputs> Session::runReference() {
   if (llvm::Error e = checkParams()) {
     emitError(module_->getLoc()) << llvm::toString(std::move(e));
@@ -243,16 +265,21 @@ FailureOr<RunResult> Session::run(const RunOptions &options) {
   result.instances = numInstances();
 
   auto t0 = std::chrono::steady_clock::now();
-  FailureOr<OwningOpRef<ModuleOp>> batched =
-      batch(options.strategy, options.batchSize);
-  if (failed(batched))
+  FailureOr<SmallVector<ScheduleOp>> schedules =
+      addSchedules(options.strategy, options.batchSize);
+  if (failed(schedules))
     return failure();
   result.scheduleSeconds = secondsSince(t0);
+  // The schedules are only needed until their plans are built.
+  auto eraseSchedules = llvm::make_scope_exit([&] {
+    for (ScheduleOp s : *schedules)
+      s.erase();
+  });
 
   KernelCacheStats before = kernels_->stats();
   t0 = std::chrono::steady_clock::now();
   std::vector<rt::Plan> plans;
-  for (ScheduleOp s : (*batched)->getOps<ScheduleOp>()) {
+  for (ScheduleOp s : *schedules) {
     FailureOr<rt::Plan> plan = buildPlan(s, *kernels_, &result.plan);
     if (failed(plan))
       return failure();

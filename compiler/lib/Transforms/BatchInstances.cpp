@@ -255,6 +255,7 @@ void BatchInstancesPass::emitSchedule(MutableArrayRef<InstanceOp> chunk,
   numLaunches += plan.numGroups();
   numLowerBound += lowerBound;
   numGathers += emitter.numGathers;
-  for (InstanceOp inst : chunk)
-    inst.erase();
+  if (!keepInstances)
+    for (InstanceOp inst : chunk)
+      inst.erase();
 }

@@ -28,25 +28,23 @@ public:
   /// A short human-readable name: `call @leaf`, `linear @W`, `tanh [16]`.
   std::string describe(SignatureId id) const;
 
-  /// The attributes of `op` that take part in its signature.
-  static mlir::DictionaryAttr signatureAttributes(mlir::Operation *op);
-
 private:
+  using Key = llvm::SmallVector<const void *, 16>;
   struct KeyInfo {
-    static llvm::SmallVector<const void *, 8> getEmptyKey() {
+    static Key getEmptyKey() {
       return {reinterpret_cast<const void *>(-1)};
     }
-    static llvm::SmallVector<const void *, 8> getTombstoneKey() {
+    static Key getTombstoneKey() {
       return {reinterpret_cast<const void *>(-2)};
     }
-    static unsigned getHashValue(const llvm::SmallVector<const void *, 8> &k);
-    static bool isEqual(const llvm::SmallVector<const void *, 8> &a,
-                        const llvm::SmallVector<const void *, 8> &b) {
+    static unsigned getHashValue(const Key &k);
+    static bool isEqual(const Key &a,
+                        const Key &b) {
       return a == b;
     }
   };
-  llvm::DenseMap<llvm::SmallVector<const void *, 8>, SignatureId, KeyInfo>
-      ids_;
+  llvm::DenseMap<Key, SignatureId, KeyInfo> ids_;
+  Key scratch_;
   llvm::SmallVector<mlir::Operation *, 0> representatives_;
 };
 

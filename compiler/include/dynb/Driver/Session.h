@@ -104,6 +104,10 @@ public:
   /// A copy of the loaded module batched by `dynb-batch`.
   mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
   batch(BatchingStrategy strategy, int64_t batchSize);
+  /// Adds `dynb.schedule` ops to the loaded module itself, leaving its
+  /// instances in place (no copy); the caller erases the schedules.
+  mlir::FailureOr<llvm::SmallVector<ScheduleOp>>
+  addSchedules(BatchingStrategy strategy, int64_t batchSize);
 
   mlir::FailureOr<RunResult> run(const RunOptions &options);
   mlir::FailureOr<StackedOutputs> runReference();

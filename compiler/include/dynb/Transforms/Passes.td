@@ -21,6 +21,10 @@ def BatchInstances : Pass<"dynb-batch", "mlir::ModuleOp"> {
            "Scheduling strategy: none | depth | agenda">,
     Option<"batchSize", "batch-size", "int64_t", /*default=*/"0",
            "Instances per schedule (0: all instances in one schedule)">,
+    Option<"keepInstances", "keep-instances", "bool", /*default=*/"false",
+           "Leave the instances in place beside the schedules (a driver "
+           "that runs several strategies on one module uses this instead of "
+           "copying the module)">,
   ];
   let statistics = [
     Statistic<"numNodes", "nodes", "Instance nodes scheduled">,

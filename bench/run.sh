@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Benchmark dispatcher: bench/run.sh BUILD_DIR [WORKLOAD...] [OPTIONS...] runs the named workloads (default: all).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+KNOWN_WORKLOADS=(treelstm)
+
+usage() {
+  cat <<USAGE
+usage: bench/run.sh BUILD_DIR [WORKLOAD...] [OPTIONS...]
+
+  Runs each WORKLOAD (default: all of them) against the tools in BUILD_DIR/bin.
+  Arguments from the first one starting with '-' on go to every workload.
+  Workloads: ${KNOWN_WORKLOADS[*]}
+  treelstm options: --quick, --out DIR, --threads N (see bench/README.md)
+USAGE
+}
+
+if [[ $# -lt 1 || "$1" == -h || "$1" == --help ]]; then
+  usage
+  [[ $# -ge 1 ]] && exit 0 || exit 2
+fi
+BUILD=$1
+shift
+if [[ ! -d "$BUILD" ]]; then
+  echo "bench/run.sh: build directory '$BUILD' does not exist" >&2
+  exit 2
+fi
+
+workloads=()
+while [[ $# -gt 0 && "$1" != -* ]]; do
+  known=0
+  for w in "${KNOWN_WORKLOADS[@]}"; do [[ "$1" == "$w" ]] && known=1; done
+  if [[ $known -eq 0 ]]; then
+    echo "bench/run.sh: unknown workload '$1' (known: ${KNOWN_WORKLOADS[*]})" >&2
+    exit 2
+  fi
+  workloads+=("$1")
+  shift
+done
+[[ ${#workloads[@]} -eq 0 ]] && workloads=("${KNOWN_WORKLOADS[@]}")
+
+PYTHON=python3
+[[ -x /usr/bin/python3 ]] && PYTHON=/usr/bin/python3
+
+for i in "${!workloads[@]}"; do
+  name=${workloads[$i]}
+  echo "== bench $((i + 1))/${#workloads[@]}: $name =="
+  case "$name" in
+    treelstm) "$PYTHON" "$HERE/treelstm.py" "$BUILD" "$@" ;;
+  esac
+done
