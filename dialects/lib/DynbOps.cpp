@@ -113,8 +113,10 @@ EmbeddingOp::verifySymbolUses(SymbolTableCollection &tables) {
   if (failed(table))
     return failure();
   ArrayRef<int64_t> shape = table->getTensorType().getShape();
-  if (getIndex() < 0 || getIndex() >= shape[0])
-    return emitOpError() << "index " << getIndex() << " is outside table "
+  // Attributes are signless i64; read them signed so that -1 says -1.
+  int64_t index = getIndexAttr().getInt();
+  if (index < 0 || index >= shape[0])
+    return emitOpError() << "index " << index << " is outside table "
                          << getTableAttr() << " of " << shape[0] << " rows";
   RankedTensorType result = getResult().getType();
   if (result.getRank() != 1 || result.getDimSize(0) != shape[1])
@@ -182,13 +184,14 @@ LogicalResult ConcatOp::verify() {
 LogicalResult SliceOp::verify() {
   ArrayRef<int64_t> in = getInput().getType().getShape();
   int64_t width = in.back();
-  if (getOffset() < 0 || getSize() <= 0 || getOffset() + getSize() > width)
-    return emitOpError() << "slice [" << getOffset() << ", " << getSize()
+  int64_t offset = getOffsetAttr().getInt(), size = getSizeAttr().getInt();
+  if (offset < 0 || size <= 0 || offset > width || size > width - offset)
+    return emitOpError() << "slice [" << offset << ", " << size
                          << "] (offset, size) does not fit in the last "
                             "dimension of "
                          << shapeString(in);
   SmallVector<int64_t> expected(in);
-  expected.back() = getSize();
+  expected.back() = size;
   if (getResult().getType().getShape() != ArrayRef<int64_t>(expected))
     return emitOpError() << "result must be " << shapeString(expected)
                          << ", got "

@@ -112,13 +112,14 @@ Session::Session()
   // Locations made by the JSON importer name the instance and node in a
   // NameLoc around file:line:col; print them as `file:line:col: error:
   // instance 3, node 17 (call): ...` (the source handler would drop the
-  // name). Anything else falls through to the source manager handler.
+  // name, and quote a JSON line that can be megabytes long). Locations in
+  // .mlir files fall through to the source manager handler.
   jsonDiagHandler_ = std::make_unique<ScopedDiagnosticHandler>(
       ctx_.get(), [](Diagnostic &diag) -> LogicalResult {
         auto name = dyn_cast<NameLoc>(diag.getLocation());
         auto file = name ? dyn_cast<FileLineColLoc>(name.getChildLoc())
-                         : FileLineColLoc();
-        if (!file)
+                         : dyn_cast<FileLineColLoc>(diag.getLocation());
+        if (!file || file.getFilename().strref().ends_with(".mlir"))
           return failure();
         auto print = [&](Diagnostic &d, StringRef kind) {
           Location l = d.getLocation();

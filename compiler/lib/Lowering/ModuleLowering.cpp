@@ -317,9 +317,10 @@ LogicalResult BodyLowering::run() {
       FailureOr<SlotRef> in = materialize(slice.getInput());
       if (failed(in))
         return failure();
-      slots[slice.getResult()] = {in->kind, in->index,
-                                  in->col + slice.getOffset(),
-                                  slice.getSize()};
+      slots[slice.getResult()] = {
+          in->kind, in->index,
+          in->col + slice.getOffsetAttr().getInt(),
+          slice.getSizeAttr().getInt()};
       continue;
     }
     if (auto linear = dyn_cast<LinearOp>(op)) {

@@ -51,7 +51,7 @@ LogicalResult ReferenceInterpreter::evalBlock(
       if (failed(t))
         return failure();
       int64_t cols = (*t)->shape.back();
-      const float *row = (*t)->data.data() + emb.getIndex() * cols;
+      const float *row = (*t)->data.data() + emb.getIndexAttr().getInt() * cols;
       env[emb.getResult()] = std::vector<float>(row, row + cols);
     } else if (auto lin = dyn_cast<LinearOp>(op)) {
       FailureOr<const rt::ParamTensor *> w = param(op, lin.getWeight());
@@ -102,7 +102,8 @@ LogicalResult ReferenceInterpreter::evalBlock(
       env[concat.getResult()] = std::move(y);
     } else if (auto slice = dyn_cast<SliceOp>(op)) {
       int64_t inW = lastDim(slice.getInput());
-      int64_t size = slice.getSize(), off = slice.getOffset();
+      int64_t size = slice.getSizeAttr().getInt();
+      int64_t off = slice.getOffsetAttr().getInt();
       const std::vector<float> &x = in(0);
       int64_t rows = x.size() / inW;
       std::vector<float> y(rows * size);

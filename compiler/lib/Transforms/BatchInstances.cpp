@@ -210,7 +210,7 @@ void BatchInstancesPass::emitSchedule(MutableArrayRef<InstanceOp> chunk,
     if (auto emb = dyn_cast<EmbeddingOp>(proto)) {
       SmallVector<int64_t> indices;
       for (NodeId id : group)
-        indices.push_back(cast<EmbeddingOp>(nodes[id]).getIndex());
+        indices.push_back(cast<EmbeddingOp>(nodes[id]).getIndexAttr().getInt());
       launch = b.create<LookupOp>(proto->getLoc(), resultTypes.front(),
                                   emb.getTableAttr(),
                                   b.getDenseI64ArrayAttr(indices));
