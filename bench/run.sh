@@ -12,7 +12,7 @@ usage: bench/run.sh BUILD_DIR [WORKLOAD...] [OPTIONS...]
   Runs each WORKLOAD (default: all of them) against the tools in BUILD_DIR/bin.
   Arguments from the first one starting with '-' on go to every workload.
   Workloads: ${KNOWN_WORKLOADS[*]}
-  treelstm options: --quick, --out DIR, --threads N (see bench/README.md)
+  treelstm options: --quick, --out DIR, --threads N, --trees N (see bench/README.md)
 USAGE
 }
 

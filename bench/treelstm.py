@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # TreeLSTM benchmark (WORKLOADS.md §1): runs dynbc over the SST trees and reports throughput, launches, profile and memory.
-"""Usage: bench/treelstm.py BUILD_DIR [--quick] [--out DIR] [--threads N]
+"""Usage: bench/treelstm.py BUILD_DIR [--quick] [--out DIR] [--threads N] [--trees N]
 
 Converts the SST trees with BUILD_DIR/bin/sst2dynb, runs BUILD_DIR/bin/dynbc
 over a grid of hidden sizes, batch sizes and strategies, prints one table per
@@ -58,6 +58,9 @@ def parse_args(argv):
     p.add_argument("--out", metavar="DIR", help="where treelstm.json/.md go (default BUILD_DIR/bench)")
     p.add_argument("--threads", type=int, default=0, metavar="N",
                    help="dynbc runtime threads (default 0: dynbc's default, all hardware threads)")
+    p.add_argument("--trees", type=int, default=0, metavar="N",
+                   help="only the first N dev trees (a smoke test of the harness: the figures are "
+                        "not comparable); the memory check still reads all of train")
     return p.parse_args(argv)
 
 
@@ -99,7 +102,7 @@ def run_tool(argv, log_path):
 class Runner:
     """Converts the trees once per (split, hdim) and makes the dynbc calls."""
 
-    def __init__(self, build, work_dir, threads):
+    def __init__(self, build, work_dir, threads, dev_trees):
         self.sst2dynb = os.path.join(build, "bin", "sst2dynb")
         self.dynbc = os.path.join(build, "bin", "dynbc")
         for tool in (self.sst2dynb, self.dynbc):
@@ -107,22 +110,27 @@ class Runner:
                 raise BenchError(f"{tool} not found: build first (tools/dev build)")
         self.work_dir = work_dir
         self.threads = threads
+        self.dev_trees = dev_trees
         self.converted = {}
 
     def graphs(self, split, hdim):
         key = (split, hdim)
         if key not in self.converted:
             trees = os.path.join(SST_DIR, f"{split}.txt")
-            out = os.path.join(self.work_dir, f"sst-{split}-h{hdim}.jsonl")
-            run_tool([self.sst2dynb, trees, "--hdim", str(hdim), "-o", out],
-                     os.path.join(self.work_dir, f"sst2dynb-{split}-h{hdim}.log"))
+            limit = self.dev_trees if split == "dev" else 0
+            name = f"sst-{split}-h{hdim}" + (f"-n{limit}" if limit else "")
+            out = os.path.join(self.work_dir, name + ".jsonl")
+            run_tool([self.sst2dynb, trees, "--hdim", str(hdim), "-o", out]
+                     + (["--limit", str(limit)] if limit else []),
+                     os.path.join(self.work_dir, f"sst2dynb-{name}.log"))
             self.converted[key] = out
         return self.converted[key]
 
     def dynbc_call(self, call):
         """Runs one planned call; returns (argv, wall seconds, dynbc's per-strategy results)."""
         graphs = self.graphs(call["split"], call["hdim"])
-        name = f"{call['split']}-h{call['hdim']}-b{call['batch']}-{'+'.join(call['strategies'])}"
+        name = (os.path.basename(graphs)[:-len(".jsonl")]
+                + f"-b{call['batch']}-{'+'.join(call['strategies'])}")
         report = os.path.join(self.work_dir, name + ".json")
         argv = [self.dynbc, "run", graphs, "--seed", str(SEED),
                 "--strategy=" + ",".join(call["strategies"]),
@@ -379,6 +387,8 @@ def reproduce_command(args):
         cmd += ["--out", os.path.abspath(args.out)]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
+    if args.trees:
+        cmd += ["--trees", str(args.trees)]
     return shlex.join(cmd)
 
 
@@ -389,12 +399,15 @@ def main(argv):
     work_dir = os.path.join(build, "bench", "work")
     os.makedirs(work_dir, exist_ok=True)
     os.makedirs(out_dir, exist_ok=True)
-    stem = "treelstm-quick" if args.quick else "treelstm"
+    # A quick look or a smoke test never overwrites the full results.
+    stem = "treelstm" + ("-quick" if args.quick else "") + (f"-trees{args.trees}" if args.trees else "")
 
-    runner = Runner(build, work_dir, args.threads)
+    runner = Runner(build, work_dir, args.threads, args.trees)
     machine = machine_info()
     plan = benchmark_plan(args.quick)
-    print(f"TreeLSTM benchmark{' (quick)' if args.quick else ''}: {len(plan)} dynbc calls, "
+    mode = "".join([" (quick)" if args.quick else "",
+                    f" (smoke test: first {args.trees} dev trees)" if args.trees else ""])
+    print(f"TreeLSTM benchmark{mode}: {len(plan)} dynbc calls, "
           f"{machine['nproc']} CPUs ({machine['cpu_model']}), "
           f"{100 * (machine['cpu_busy_share_before'] or 0):.0f}% busy before start; work dir {work_dir}", flush=True)
 
@@ -431,7 +444,7 @@ def main(argv):
     text += ["", TIMING_NOTE, ""] + headlines
     print("\n".join(text))
 
-    md = [f"# TreeLSTM benchmark{' (quick)' if args.quick else ''}", "",
+    md = [f"# TreeLSTM benchmark{mode}", "",
           f"{machine['date']}, {machine['nproc']} CPUs ({machine['cpu_model']}), "
           f"commit {machine['git_commit'][:12]}{' (dirty)' if machine['git_dirty'] else ''}, "
           f"CPUs {100 * (machine['cpu_busy_share_before'] or 0):.0f}% busy before the runs "
@@ -445,7 +458,8 @@ def main(argv):
     json_path = os.path.join(out_dir, stem + ".json")
     md_path = os.path.join(out_dir, stem + ".md")
     report = {"benchmark": "treelstm", "quick": args.quick, "command": command,
-              "machine": machine, "threads": args.threads, "seed": SEED,
+              "machine": machine, "threads": args.threads, "dev_trees": args.trees or None,
+              "seed": SEED,
               "wall_seconds": total_wall, "headlines": headlines, "rows": rows,
               "memory_check": memory, "calls": calls}
     with open(json_path, "w") as f:

@@ -47,17 +47,16 @@ ParamOp dynb::lookupParam(Operation *from, SymbolTableCollection &tables,
 
 static FailureOr<ParamOp> requireParam(Operation *op,
                                        SymbolTableCollection &tables,
-                                       FlatSymbolRefAttr name,
-                                       StringRef role, int64_t rank) {
+                                       FlatSymbolRefAttr name, StringRef role,
+                                       int64_t rank) {
   ParamOp param = lookupParam(op, tables, name);
   if (!param)
-    return op->emitOpError() << "refers to unknown parameter " << name
-                             << " as its " << role;
-  if (param.getTensorType().getRank() != rank)
     return op->emitOpError()
-           << "needs a rank-" << rank << " parameter as its " << role
-           << ", but " << name << " has shape "
-           << shapeString(param.getTensorType().getShape());
+           << "refers to unknown parameter " << name << " as its " << role;
+  if (param.getTensorType().getRank() != rank)
+    return op->emitOpError() << "needs a rank-" << rank << " parameter as its "
+                             << role << ", but " << name << " has shape "
+                             << shapeString(param.getTensorType().getShape());
   return param;
 }
 
@@ -91,13 +90,13 @@ LogicalResult InstanceOp::verify() {
 
 LogicalResult YieldOp::verify() {
   auto schedule = (*this)->getParentOfType<ScheduleOp>();
+  int64_t instances = schedule.getNumInstancesAttr().getInt();
   for (Value v : getValues()) {
     auto type = asTensor(v.getType());
-    if (type.getRank() < 2 || type.getDimSize(0) != schedule.getNumInstances())
+    if (type.getRank() < 2 || type.getDimSize(0) != instances)
       return emitOpError("yields ")
              << shapeString(type.getShape())
-             << " but outputs stack one row per instance ("
-             << schedule.getNumInstances() << ")";
+             << " but outputs stack one row per instance (" << instances << ")";
   }
   return success();
 }
@@ -106,10 +105,9 @@ LogicalResult YieldOp::verify() {
 // Per-instance ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-EmbeddingOp::verifySymbolUses(SymbolTableCollection &tables) {
-  FailureOr<ParamOp> table = requireParam(*this, tables, getTableAttr(),
-                                          "table", /*rank=*/2);
+LogicalResult EmbeddingOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<ParamOp> table =
+      requireParam(*this, tables, getTableAttr(), "table", /*rank=*/2);
   if (failed(table))
     return failure();
   ArrayRef<int64_t> shape = table->getTensorType().getShape();
@@ -165,8 +163,7 @@ LogicalResult ConcatOp::verify() {
   for (auto [i, v] : llvm::enumerate(getInputs())) {
     RankedTensorType t = asTensor(v.getType());
     if (t.getRank() != first.getRank() || t.getShape().drop_back() != lead)
-      return emitOpError() << "input " << i << " "
-                           << shapeString(t.getShape())
+      return emitOpError() << "input " << i << " " << shapeString(t.getShape())
                            << " differs from input 0 "
                            << shapeString(first.getShape())
                            << " before the last dimension";
@@ -222,20 +219,20 @@ static LogicalResult checkCallTypes(Operation *op, func::FuncOp callee,
     return shapeString(shape);
   };
   if (fnType.getNumInputs() != operands.size())
-    return op->emitOpError() << "passes " << operands.size()
-                             << " operands to module @" << callee.getName()
-                             << ", which takes " << fnType.getNumInputs();
+    return op->emitOpError()
+           << "passes " << operands.size() << " operands to module @"
+           << callee.getName() << ", which takes " << fnType.getNumInputs();
   if (fnType.getNumResults() != results.size())
-    return op->emitOpError() << "expects " << results.size()
-                             << " results from module @" << callee.getName()
-                             << ", which returns " << fnType.getNumResults();
+    return op->emitOpError()
+           << "expects " << results.size() << " results from module @"
+           << callee.getName() << ", which returns " << fnType.getNumResults();
   for (unsigned i = 0; i < operands.size(); ++i)
     if (!isa<RankedTensorType>(fnType.getInput(i)) ||
         !matches(fnType.getInput(i), operands[i]))
       return op->emitOpError()
              << "operand " << i << " is "
-             << shapeString(asTensor(operands[i]).getShape())
-             << " but module @" << callee.getName() << " expects "
+             << shapeString(asTensor(operands[i]).getShape()) << " but module @"
+             << callee.getName() << " expects "
              << (isa<RankedTensorType>(fnType.getInput(i))
                      ? describe(fnType.getInput(i))
                      : std::string("a non-tensor"));
@@ -244,8 +241,8 @@ static LogicalResult checkCallTypes(Operation *op, func::FuncOp callee,
         !matches(fnType.getResult(i), results[i]))
       return op->emitOpError()
              << "result " << i << " is "
-             << shapeString(asTensor(results[i]).getShape())
-             << " but module @" << callee.getName() << " returns "
+             << shapeString(asTensor(results[i]).getShape()) << " but module @"
+             << callee.getName() << " returns "
              << (isa<RankedTensorType>(fnType.getResult(i))
                      ? describe(fnType.getResult(i))
                      : std::string("a non-tensor"));
@@ -253,8 +250,7 @@ static LogicalResult checkCallTypes(Operation *op, func::FuncOp callee,
 }
 
 LogicalResult CallOp::verifySymbolUses(SymbolTableCollection &tables) {
-  FailureOr<func::FuncOp> callee =
-      lookupModule(*this, tables, getCalleeAttr());
+  FailureOr<func::FuncOp> callee = lookupModule(*this, tables, getCalleeAttr());
   if (failed(callee))
     return failure();
   return checkCallTypes(*this, *callee, getOperands().getTypes(),
@@ -265,10 +261,8 @@ LogicalResult CallOp::verifySymbolUses(SymbolTableCollection &tables) {
 // Batched ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-BatchedCallOp::verifySymbolUses(SymbolTableCollection &tables) {
-  FailureOr<func::FuncOp> callee =
-      lookupModule(*this, tables, getCalleeAttr());
+LogicalResult BatchedCallOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<func::FuncOp> callee = lookupModule(*this, tables, getCalleeAttr());
   if (failed(callee))
     return failure();
   if (getOperands().empty() && getResults().empty())
@@ -283,8 +277,8 @@ BatchedCallOp::verifySymbolUses(SymbolTableCollection &tables) {
 }
 
 LogicalResult LookupOp::verifySymbolUses(SymbolTableCollection &tables) {
-  FailureOr<ParamOp> table = requireParam(*this, tables, getTableAttr(),
-                                          "table", /*rank=*/2);
+  FailureOr<ParamOp> table =
+      requireParam(*this, tables, getTableAttr(), "table", /*rank=*/2);
   if (failed(table))
     return failure();
   ArrayRef<int64_t> shape = table->getTensorType().getShape();
@@ -292,8 +286,8 @@ LogicalResult LookupOp::verifySymbolUses(SymbolTableCollection &tables) {
     if (idx < 0 || idx >= shape[0])
       return emitOpError() << "index " << idx << " is outside table "
                            << getTableAttr() << " of " << shape[0] << " rows";
-  SmallVector<int64_t> expected = {
-      static_cast<int64_t>(getIndices().size()), shape[1]};
+  SmallVector<int64_t> expected = {static_cast<int64_t>(getIndices().size()),
+                                   shape[1]};
   if (getResult().getType().getShape() != ArrayRef<int64_t>(expected))
     return emitOpError() << "result must be " << shapeString(expected)
                          << ", got "
@@ -314,8 +308,7 @@ LogicalResult GatherOp::verify() {
     RankedTensorType t = asTensor(v.getType());
     if (t.getRank() != result.getRank() ||
         t.getShape().drop_front() != result.getShape().drop_front())
-      return emitOpError() << "source " << i << " "
-                           << shapeString(t.getShape())
+      return emitOpError() << "source " << i << " " << shapeString(t.getShape())
                            << " has other row shape than the result "
                            << shapeString(result.getShape());
   }

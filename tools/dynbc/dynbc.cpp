@@ -24,19 +24,22 @@ using namespace mlir;
 using namespace dynb;
 namespace cl = llvm::cl;
 
-static cl::SubCommand compileCmd(
-    "compile", "Compile instance graphs and print one stage (--emit)");
-static cl::SubCommand runCmd(
-    "run", "Compile and run instance graphs; optionally check and save them");
-static cl::SubCommand statsCmd(
-    "stats", "Print instances, nodes, signatures, launches and lower bounds");
+static cl::SubCommand
+    compileCmd("compile",
+               "Compile instance graphs and print one stage (--emit)");
+static cl::SubCommand
+    runCmd("run",
+           "Compile and run instance graphs; optionally check and save them");
+static cl::SubCommand
+    statsCmd("stats",
+             "Print instances, nodes, signatures, launches and lower bounds");
 
 static cl::OptionCategory dynbCat("dynb options");
 
-static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
-                                      cl::desc("<graphs: .mlir | .json | .jsonl>"),
-                                      cl::sub(compileCmd), cl::sub(runCmd),
-                                      cl::sub(statsCmd), cl::cat(dynbCat));
+static cl::opt<std::string>
+    inputPath(cl::Positional, cl::Required,
+              cl::desc("<graphs: .mlir | .json | .jsonl>"), cl::sub(compileCmd),
+              cl::sub(runCmd), cl::sub(statsCmd), cl::cat(dynbCat));
 
 static cl::list<std::string> strategies(
     "strategy", cl::CommaSeparated,
@@ -54,58 +57,67 @@ static cl::opt<int64_t> batchSize(
 enum class Emit { Dynb, Batched, Linalg, LLVM };
 static cl::opt<Emit> emit(
     "emit", cl::desc("The stage to print"), cl::init(Emit::Batched),
-    cl::values(
-        clEnumValN(Emit::Dynb, "dynb", "the imported graphs (dynb dialect)"),
-        clEnumValN(Emit::Batched, "batched",
-                   "after dynb-batch: the schedule of batched launches"),
-        clEnumValN(Emit::Linalg, "linalg",
-                   "each launched module as GEMM steps and fused linalg "
-                   "kernels, batch size a runtime dimension"),
-        clEnumValN(Emit::LLVM, "llvm",
-                   "the kernels as optimised LLVM IR for this machine")),
+    cl::values(clEnumValN(Emit::Dynb, "dynb",
+                          "the imported graphs (dynb dialect)"),
+               clEnumValN(Emit::Batched, "batched",
+                          "after dynb-batch: the schedule of batched launches"),
+               clEnumValN(Emit::Linalg, "linalg",
+                          "each launched module as GEMM steps and fused linalg "
+                          "kernels, batch size a runtime dimension"),
+               clEnumValN(Emit::LLVM, "llvm",
+                          "the kernels as optimised LLVM IR for this machine")),
     cl::sub(compileCmd), cl::cat(dynbCat));
 
-static cl::opt<std::string> outputPath(
-    "o", cl::desc("Output file for compile (default: stdout)"),
-    cl::value_desc("file"), cl::init("-"), cl::sub(compileCmd),
-    cl::cat(dynbCat));
+static cl::opt<std::string>
+    outputPath("o", cl::desc("Output file for compile (default: stdout)"),
+               cl::value_desc("file"), cl::init("-"), cl::sub(compileCmd),
+               cl::cat(dynbCat));
 
-static cl::opt<std::string> paramsPath(
-    "params", cl::desc("Parameters from a safetensors file (F32 tensors "
-                       "named as the model's dynb.param ops)"),
-    cl::value_desc("file.safetensors"), cl::sub(runCmd), cl::cat(dynbCat));
-static cl::opt<uint64_t> seed(
-    "seed", cl::desc("Initialise every parameter from this seed instead"),
-    cl::sub(runCmd), cl::cat(dynbCat));
-static cl::opt<bool> check(
-    "check",
-    cl::desc("Also run the reference interpreter; report the max abs/rel "
-             "error and fail above the tolerance"),
-    cl::sub(runCmd), cl::cat(dynbCat));
-static cl::opt<double> absTolerance("atol", cl::desc("Absolute tolerance of --check"),
-                            cl::init(1e-4), cl::sub(runCmd), cl::cat(dynbCat));
-static cl::opt<double> relTolerance("rtol", cl::desc("Relative tolerance of --check"),
-                            cl::init(1e-3), cl::sub(runCmd), cl::cat(dynbCat));
+static cl::opt<std::string>
+    paramsPath("params",
+               cl::desc("Parameters from a safetensors file (F32 tensors "
+                        "named as the model's dynb.param ops)"),
+               cl::value_desc("file.safetensors"), cl::sub(runCmd),
+               cl::cat(dynbCat));
+static cl::opt<uint64_t>
+    seed("seed", cl::desc("Initialise every parameter from this seed instead"),
+         cl::sub(runCmd), cl::cat(dynbCat));
+static cl::opt<bool>
+    check("check",
+          cl::desc("Also run the reference interpreter; report the max abs/rel "
+                   "error and fail above the tolerance"),
+          cl::sub(runCmd), cl::cat(dynbCat));
+static cl::opt<double> absTolerance("atol",
+                                    cl::desc("Absolute tolerance of --check"),
+                                    cl::init(1e-4), cl::sub(runCmd),
+                                    cl::cat(dynbCat));
+static cl::opt<double> relTolerance("rtol",
+                                    cl::desc("Relative tolerance of --check"),
+                                    cl::init(1e-3), cl::sub(runCmd),
+                                    cl::cat(dynbCat));
 static cl::opt<std::string> npyPath(
     "output",
     cl::desc("Write the outputs of the first strategy as .npy: one row an "
              "instance, in instance order (several outputs an instance are "
              "concatenated along the row); written atomically"),
     cl::value_desc("file.npy"), cl::sub(runCmd), cl::cat(dynbCat));
-static cl::opt<unsigned> repeat(
-    "repeat", cl::desc("Timed passes over all batches after the warm-up pass"),
-    cl::init(1), cl::sub(runCmd), cl::cat(dynbCat));
-static cl::opt<unsigned> threads(
-    "threads", cl::desc("Runtime threads (default 0: all hardware threads)"),
-    cl::init(0), cl::sub(runCmd), cl::cat(dynbCat));
+static cl::opt<unsigned>
+    repeat("repeat",
+           cl::desc("Timed passes over all batches after the warm-up pass"),
+           cl::init(1), cl::sub(runCmd), cl::cat(dynbCat));
+static cl::opt<unsigned>
+    threads("threads",
+            cl::desc("Runtime threads (default 0: all hardware threads)"),
+            cl::init(0), cl::sub(runCmd), cl::cat(dynbCat));
 static cl::opt<bool> profileSteps(
     "profile",
     cl::desc("Time the runtime's steps by kind (gather, GEMM, kernel) and "
              "print where each strategy's run time goes"),
     cl::sub(runCmd), cl::cat(dynbCat));
-static cl::opt<std::string> reportPath(
-    "report", cl::desc("Also write the figures as JSON to this file"),
-    cl::value_desc("file.json"), cl::sub(runCmd), cl::cat(dynbCat));
+static cl::opt<std::string>
+    reportPath("report",
+               cl::desc("Also write the figures as JSON to this file"),
+               cl::value_desc("file.json"), cl::sub(runCmd), cl::cat(dynbCat));
 
 namespace {
 
@@ -221,8 +233,9 @@ int runStats(Session &session) {
       ++counts[id];
       ++nodes;
     }
-  llvm::outs() << fmt::format("instances:  {}\nnodes:      {}\nsignatures: {}\n",
-                              session.numInstances(), nodes, sigs.size());
+  llvm::outs() << fmt::format(
+      "instances:  {}\nnodes:      {}\nsignatures: {}\n",
+      session.numInstances(), nodes, sigs.size());
   for (size_t i = 0; i < sigs.size(); ++i)
     llvm::outs() << fmt::format("  {:>8} x {}\n", counts[i], sigs.describe(i));
   llvm::outs() << "every signature batches (no op of the dialect is "
@@ -234,8 +247,8 @@ int runStats(Session &session) {
     auto batched = session.batch(st, batchSize);
     if (failed(batched))
       return 1;
-    uint64_t launches = 0, bound = 0, batches = 0, minN = UINT64_MAX,
-             maxN = 0, sumN = 0;
+    uint64_t launches = 0, bound = 0, batches = 0, minN = UINT64_MAX, maxN = 0,
+             sumN = 0;
     for (ScheduleOp s : (*batched)->getOps<ScheduleOp>()) {
       ++batches;
       launches += s->getAttrOfType<IntegerAttr>("dynb.launches").getInt();
@@ -285,17 +298,18 @@ int runRun(Session &session) {
     auto ref = session.runReference();
     if (failed(ref))
       return 1;
-    referenceSeconds = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - t0)
-                           .count();
+    referenceSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
     reference = std::move(*ref);
   }
 
   uint64_t instances = session.numInstances();
   llvm::outs() << fmt::format(
       "{}: {} instances, batch size {}, params {}{}\n", inputPath.getValue(),
-      instances, batchSize == 0 ? std::string("all")
-                                : std::to_string(batchSize.getValue()),
+      instances,
+      batchSize == 0 ? std::string("all")
+                     : std::to_string(batchSize.getValue()),
       haveParams ? paramsPath.getValue()
                  : "seed " + std::to_string(seed.getValue()),
       check ? fmt::format(", reference {:.2f} s", referenceSeconds) : "");
@@ -414,8 +428,9 @@ int runRun(Session &session) {
   }
   if (!allOk)
     return fail("outputs differ from the reference beyond the tolerance "
-                "(atol " + fmt::format("{}", absTolerance.getValue()) +
-                ", rtol " + fmt::format("{}", relTolerance.getValue()) +
+                "(atol " +
+                fmt::format("{}", absTolerance.getValue()) + ", rtol " +
+                fmt::format("{}", relTolerance.getValue()) +
                 "); no output written");
   // Only now, with every strategy run and checked: no output on failure.
   if (wroteOutput) {

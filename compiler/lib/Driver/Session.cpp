@@ -134,11 +134,10 @@ Session::Session()
             llvm::errs() << n.getName().strref() << ": ";
           llvm::errs() << d << "\n";
         };
-        StringRef kind = diag.getSeverity() == DiagnosticSeverity::Error
-                             ? "error"
-                         : diag.getSeverity() == DiagnosticSeverity::Warning
-                             ? "warning"
-                             : "note";
+        StringRef kind =
+            diag.getSeverity() == DiagnosticSeverity::Error     ? "error"
+            : diag.getSeverity() == DiagnosticSeverity::Warning ? "warning"
+                                                                : "note";
         print(diag, kind);
         for (Diagnostic &note : diag.getNotes())
           print(note, "note");
@@ -175,8 +174,8 @@ llvm::Error Session::checkParams() {
     const rt::ParamTensor *t = params_.find(p.getSymName());
     ArrayRef<int64_t> want = p.getTensorType().getShape();
     if (!t)
-      return makeError("no values for parameter '" + p.getSymName() +
-                       "' " + shapeString(want));
+      return makeError("no values for parameter '" + p.getSymName() + "' " +
+                       shapeString(want));
     if (ArrayRef<int64_t>(t->shape) != want)
       return makeError("parameter '" + p.getSymName() + "' has shape " +
                        shapeString(t->shape) + " but the model declares " +
@@ -285,8 +284,7 @@ FailureOr<RunResult> Session::run(const RunOptions &options) {
     if (failed(plan))
       return failure();
     result.nodes += s->getAttrOfType<IntegerAttr>("dynb.nodes").getInt();
-    result.launches +=
-        s->getAttrOfType<IntegerAttr>("dynb.launches").getInt();
+    result.launches += s->getAttrOfType<IntegerAttr>("dynb.launches").getInt();
     result.lowerBound +=
         s->getAttrOfType<IntegerAttr>("dynb.lower_bound").getInt();
     plans.push_back(std::move(*plan));

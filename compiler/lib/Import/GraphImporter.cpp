@@ -53,8 +53,7 @@ private:
   LogicalResult beginModule(unsigned line);
   LogicalResult importModel(const json::Object &model, unsigned line);
   LogicalResult importParams(const json::Array &params, unsigned line);
-  LogicalResult importModule(const json::Value &v, size_t index,
-                             unsigned line);
+  LogicalResult importModule(const json::Value &v, size_t index, unsigned line);
   LogicalResult importInstance(const json::Value &v, size_t index,
                                unsigned line);
 
@@ -66,10 +65,10 @@ private:
                             SmallVectorImpl<SmallVector<Value, 2>> &results,
                             Block *moduleBody);
   FailureOr<Value> resolve(const json::Value &ref,
-                           ArrayRef<SmallVector<Value, 2>> results,
-                           size_t self, Location loc);
-  FailureOr<SmallVector<int64_t>> parseShape(const json::Value *v,
-                                             Location loc, StringRef field);
+                           ArrayRef<SmallVector<Value, 2>> results, size_t self,
+                           Location loc);
+  FailureOr<SmallVector<int64_t>> parseShape(const json::Value *v, Location loc,
+                                             StringRef field);
   FailureOr<RankedTensorType> paramType(StringRef name, Location loc,
                                         StringRef role);
 
@@ -148,10 +147,9 @@ LogicalResult JsonImporter::importParams(const json::Array &list,
   return success();
 }
 
-FailureOr<Value>
-JsonImporter::resolve(const json::Value &ref,
-                      ArrayRef<SmallVector<Value, 2>> results, size_t self,
-                      Location loc) {
+FailureOr<Value> JsonImporter::resolve(const json::Value &ref,
+                                       ArrayRef<SmallVector<Value, 2>> results,
+                                       size_t self, Location loc) {
   std::optional<int64_t> node, result = 0;
   if (const json::Array *pair = ref.getAsArray()) {
     if (pair->size() == 2) {
@@ -206,7 +204,9 @@ LogicalResult JsonImporter::importNodes(
                           << (n == 1 ? "" : "s") << ", got " << inputs.size();
       return success();
     };
-    auto tensorOf = [&](Value v) { return cast<RankedTensorType>(v.getType()); };
+    auto tensorOf = [&](Value v) {
+      return cast<RankedTensorType>(v.getType());
+    };
     auto getInt = [&](StringRef key) -> FailureOr<int64_t> {
       std::optional<int64_t> x = o->getInteger(key);
       if (!x)
@@ -268,9 +268,9 @@ LogicalResult JsonImporter::importNodes(
       }
       SmallVector<int64_t> shape(tensorOf(inputs[0]).getShape());
       shape.back() = w->getDimSize(0);
-      out.push_back(b.create<LinearOp>(
-          loc, RankedTensorType::get(shape, f32), inputs[0],
-          FlatSymbolRefAttr::get(&ctx, *weight), bias));
+      out.push_back(
+          b.create<LinearOp>(loc, RankedTensorType::get(shape, f32), inputs[0],
+                             FlatSymbolRefAttr::get(&ctx, *weight), bias));
     } else if (op == "add" || op == "mul") {
       if (failed(needInputs(2)))
         return failure();
@@ -299,8 +299,8 @@ LogicalResult JsonImporter::importNodes(
       shape.back() = 0;
       for (Value v : inputs)
         shape.back() += tensorOf(v).getShape().back();
-      out.push_back(b.create<ConcatOp>(loc, RankedTensorType::get(shape, f32),
-                                       inputs));
+      out.push_back(
+          b.create<ConcatOp>(loc, RankedTensorType::get(shape, f32), inputs));
     } else if (op == "slice") {
       FailureOr<int64_t> offset = getInt("offset");
       FailureOr<int64_t> size = getInt("size");
@@ -335,9 +335,9 @@ LogicalResult JsonImporter::importNodes(
           return error(loc) << "input " << a << " is " << inputs[a].getType()
                             << " but module '" << *callee << "' expects "
                             << fnType.getInput(a);
-      auto call = b.create<CallOp>(loc, fnType.getResults(),
-                                   FlatSymbolRefAttr::get(&ctx, *callee),
-                                   inputs);
+      auto call =
+          b.create<CallOp>(loc, fnType.getResults(),
+                           FlatSymbolRefAttr::get(&ctx, *callee), inputs);
       llvm::append_range(out, call.getResults());
     } else {
       return error(loc) << "unknown op '" << op
@@ -371,28 +371,26 @@ LogicalResult JsonImporter::importModule(const json::Value &v, size_t index,
     const json::Object *no = nv.getAsObject();
     if (!no || no->getString("op") != std::optional<StringRef>("arg"))
       continue;
-    FailureOr<SmallVector<int64_t>> shape =
-        parseShape(no->get("shape"), place(line, where + llvm::formatv(
-                                                          ", node {0} (arg)", i)),
-                   "shape");
+    FailureOr<SmallVector<int64_t>> shape = parseShape(
+        no->get("shape"),
+        place(line, where + llvm::formatv(", node {0} (arg)", i)), "shape");
     if (failed(shape))
       return failure();
     argTypes.push_back(RankedTensorType::get(*shape, b.getF32Type()));
   }
-  auto fn = b.create<func::FuncOp>(loc, *name,
-                                   b.getFunctionType(argTypes, {}));
+  auto fn = b.create<func::FuncOp>(loc, *name, b.getFunctionType(argTypes, {}));
   modules[*name] = fn;
   Block *body = fn.addEntryBlock();
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(body);
   SmallVector<SmallVector<Value, 2>> results;
-  if (failed(importNodes(*nodes, /*inModule=*/true, where, line, results,
-                         body)))
+  if (failed(
+          importNodes(*nodes, /*inModule=*/true, where, line, results, body)))
     return failure();
   SmallVector<Value> outs;
   for (const json::Value &ref : *outputs) {
-    FailureOr<Value> v = resolve(ref, results, results.size(),
-                                 place(line, where + ", outputs"));
+    FailureOr<Value> v =
+        resolve(ref, results, results.size(), place(line, where + ", outputs"));
     if (failed(v))
       return failure();
     outs.push_back(*v);
@@ -422,8 +420,8 @@ LogicalResult JsonImporter::importInstance(const json::Value &v, size_t index,
     return failure();
   SmallVector<Value> outs;
   for (const json::Value &ref : *outputs) {
-    FailureOr<Value> v = resolve(ref, results, results.size(),
-                                 place(line, where + ", outputs"));
+    FailureOr<Value> v =
+        resolve(ref, results, results.size(), place(line, where + ", outputs"));
     if (failed(v))
       return failure();
     outs.push_back(*v);
@@ -528,8 +526,7 @@ OwningOpRef<ModuleOp> JsonImporter::importLines(StringRef text) {
       return nullptr;
   }
   if (!haveHeader) {
-    emitError(FileLineColLoc::get(&ctx, fileName, 1, 1))
-        << "the file is empty";
+    emitError(FileLineColLoc::get(&ctx, fileName, 1, 1)) << "the file is empty";
     return nullptr;
   }
   return std::move(module);

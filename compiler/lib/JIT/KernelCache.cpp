@@ -49,8 +49,8 @@ FailureOr<func::FuncOp> KernelCache::wrapOp(Operation *op) {
   return fn;
 }
 
-FailureOr<const LoweredModule *>
-KernelCache::lookupOrCompile(func::FuncOp fn, StringRef tag) {
+FailureOr<const LoweredModule *> KernelCache::lookupOrCompile(func::FuncOp fn,
+                                                              StringRef tag) {
   std::string key = printedKey(fn);
   auto it = entries_.find(key);
   if (it != entries_.end()) {
@@ -61,9 +61,9 @@ KernelCache::lookupOrCompile(func::FuncOp fn, StringRef tag) {
   auto lowered = lowerModuleBody(fn, tag);
   if (failed(lowered) || failed(jitCompile(**lowered)))
     return failure();
-  stats_.jitSeconds += std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
+  stats_.jitSeconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   ++stats_.compiled;
   LoweredModule *result = lowered->get();
   entries_[key] = std::move(*lowered);
@@ -71,9 +71,8 @@ KernelCache::lookupOrCompile(func::FuncOp fn, StringRef tag) {
 }
 
 FailureOr<const LoweredModule *> KernelCache::getModule(func::FuncOp fn) {
-  return lookupOrCompile(fn, ("m" + std::to_string(entries_.size()) + "_" +
-                              fn.getName())
-                                 .str());
+  return lookupOrCompile(
+      fn, ("m" + std::to_string(entries_.size()) + "_" + fn.getName()).str());
 }
 
 FailureOr<const LoweredModule *> KernelCache::getOp(Operation *batchedOp) {
@@ -95,9 +94,9 @@ FailureOr<const LoweredModule *> KernelCache::getOp(Operation *batchedOp) {
   auto lowered = lowerModuleBody(*fn, name);
   if (failed(lowered) || failed(jitCompile(**lowered)))
     return failure();
-  stats_.jitSeconds += std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
+  stats_.jitSeconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   ++stats_.compiled;
   LoweredModule *result = lowered->get();
   entries_[key] = std::move(*lowered);

@@ -41,8 +41,8 @@ struct ExpandMathPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateMathPolynomialApproximationPatterns(patterns);
-    if (failed(applyPatternsAndFoldGreedily(getOperation(),
-                                            std::move(patterns))))
+    if (failed(
+            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };
@@ -150,8 +150,8 @@ LogicalResult dynb::jitCompile(LoweredModule &lowered) {
     auto fn = (*engine)->lookupPacked("_mlir_ciface_" + name);
     if (!fn)
       return kernels.emitError("kernel '")
-             << name << "' not found after JIT: "
-             << llvm::toString(fn.takeError());
+             << name
+             << "' not found after JIT: " << llvm::toString(fn.takeError());
     lowered.kernelFns.push_back(reinterpret_cast<rt::KernelFn>(*fn));
   }
   if (dumpDir)

@@ -61,7 +61,8 @@ void LoweredModule::printSteps(llvm::raw_ostream &os) const {
     }
   }
   os << "//   results: ";
-  llvm::interleaveComma(results, os, [&](const SlotRef &r) { printSlot(os, r); });
+  llvm::interleaveComma(results, os,
+                        [&](const SlotRef &r) { printSlot(os, r); });
   os << "\n";
 }
 
@@ -79,8 +80,8 @@ int64_t widthOf(Value v) {
 class BodyLowering {
 public:
   BodyLowering(func::FuncOp fn, StringRef prefix, LoweredModule &out)
-      : fn(fn), prefix(prefix.str()), out(out),
-        b(fn.getContext()), f32(b.getF32Type()) {
+      : fn(fn), prefix(prefix.str()), out(out), b(fn.getContext()),
+        f32(b.getF32Type()) {
     out.kernels = ModuleOp::create(fn.getLoc());
   }
 
@@ -93,8 +94,8 @@ private:
             static_cast<unsigned>(out.localCols.size() - 1), 0, cols};
   }
   MemRefType slotType(int64_t cols) {
-    auto layout = StridedLayoutAttr::get(
-        b.getContext(), ShapedType::kDynamic, {ShapedType::kDynamic, 1});
+    auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic,
+                                         {ShapedType::kDynamic, 1});
     return MemRefType::get({ShapedType::kDynamic, cols}, f32, layout);
   }
   /// The slot of a value, flushing the pending cluster if it computes it.
@@ -123,8 +124,8 @@ func::FuncOp BodyLowering::newKernel(ArrayRef<int64_t> argCols,
     types.push_back(slotType(c));
   std::string name = prefix + "_k" + std::to_string(out.kernelNames.size());
   OpBuilder kb = OpBuilder::atBlockEnd(out.kernels->getBody());
-  auto kfn = kb.create<func::FuncOp>(fn.getLoc(), name,
-                                     kb.getFunctionType(types, {}));
+  auto kfn =
+      kb.create<func::FuncOp>(fn.getLoc(), name, kb.getFunctionType(types, {}));
   kfn->setAttr("llvm.emit_c_interface", kb.getUnitAttr());
   // Outputs are fresh buffers the inputs never overlap (inputs may overlap
   // each other, but are only read), so the vectoriser needs no runtime
@@ -206,23 +207,23 @@ LogicalResult BodyLowering::flushCluster() {
   SmallVector<AffineMap> maps(ins.size() + outs.size(),
                               kb.getMultiDimIdentityMap(2));
   SmallVector<utils::IteratorType> iters(2, utils::IteratorType::parallel);
-  kb.create<linalg::GenericOp>(
-      loc, TypeRange{}, ins, outs, maps, iters,
-      [&](OpBuilder &nb, Location, ValueRange args) {
-        DenseMap<Value, Value> scalar;
-        for (auto &kv : inputs)
-          scalar[kv.first] = args[kv.second];
-        for (Operation *op : cluster) {
-          SmallVector<Value, 2> operands;
-          for (Value v : op->getOperands())
-            operands.push_back(scalar.lookup(v));
-          scalar[op->getResult(0)] = emitScalar(nb, op, operands);
-        }
-        SmallVector<Value> yields;
-        for (Value v : outputs)
-          yields.push_back(scalar.lookup(v));
-        nb.create<linalg::YieldOp>(loc, yields);
-      });
+  kb.create<linalg::GenericOp>(loc, TypeRange{}, ins, outs, maps, iters,
+                               [&](OpBuilder &nb, Location, ValueRange args) {
+                                 DenseMap<Value, Value> scalar;
+                                 for (auto &kv : inputs)
+                                   scalar[kv.first] = args[kv.second];
+                                 for (Operation *op : cluster) {
+                                   SmallVector<Value, 2> operands;
+                                   for (Value v : op->getOperands())
+                                     operands.push_back(scalar.lookup(v));
+                                   scalar[op->getResult(0)] =
+                                       emitScalar(nb, op, operands);
+                                 }
+                                 SmallVector<Value> yields;
+                                 for (Value v : outputs)
+                                   yields.push_back(scalar.lookup(v));
+                                 nb.create<linalg::YieldOp>(loc, yields);
+                               });
   kb.create<func::ReturnOp>(loc);
   out.steps.push_back(std::move(step));
   cluster.clear();
@@ -285,8 +286,7 @@ LogicalResult BodyLowering::run() {
   for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
     auto t = dyn_cast<RankedTensorType>(arg.getType());
     if (!t || t.getRank() != 1 || !t.hasStaticShape())
-      return fn.emitError() << "module @" << fn.getName() << ": argument "
-                            << i
+      return fn.emitError() << "module @" << fn.getName() << ": argument " << i
                             << " must be a static 1-D tensor per instance "
                                "(other ranks are not lowered yet)";
     out.argCols.push_back(t.getDimSize(0));
@@ -317,10 +317,9 @@ LogicalResult BodyLowering::run() {
       FailureOr<SlotRef> in = materialize(slice.getInput());
       if (failed(in))
         return failure();
-      slots[slice.getResult()] = {
-          in->kind, in->index,
-          in->col + slice.getOffsetAttr().getInt(),
-          slice.getSizeAttr().getInt()};
+      slots[slice.getResult()] = {in->kind, in->index,
+                                  in->col + slice.getOffsetAttr().getInt(),
+                                  slice.getSizeAttr().getInt()};
       continue;
     }
     if (auto linear = dyn_cast<LinearOp>(op)) {
@@ -361,8 +360,8 @@ LogicalResult BodyLowering::run() {
       return op->emitOpError()
              << "inside module @" << fn.getName()
              << ": embeddings read per-instance data and belong in instances";
-    return op->emitOpError() << "cannot be lowered inside module @"
-                             << fn.getName();
+    return op->emitOpError()
+           << "cannot be lowered inside module @" << fn.getName();
   }
   return flushCluster();
 }

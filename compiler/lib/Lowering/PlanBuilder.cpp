@@ -82,8 +82,7 @@ void PlanEmitter::emitGather(GatherOp op) {
   // Consecutive rows of one value: a view, no copy.
   bool consecutive = true;
   for (int64_t i = 1; i < n && consecutive; ++i)
-    consecutive = pairs[2 * i] == pairs[0] &&
-                  pairs[2 * i + 1] == pairs[1] + i;
+    consecutive = pairs[2 * i] == pairs[0] && pairs[2 * i + 1] == pairs[1] + i;
   if (consecutive) {
     rt::Region src = regions.lookup(op.getSources()[pairs[0]]);
     src.row += pairs[1];
@@ -182,8 +181,9 @@ FailureOr<rt::Plan> PlanEmitter::run() {
       for (Value v : yield.getValues())
         plan.outputs.push_back(regions.lookup(v));
     } else if (auto call = dyn_cast<BatchedCallOp>(op)) {
-      auto callee = schedule->getParentOfType<ModuleOp>()
-                        .lookupSymbol<func::FuncOp>(call.getCallee());
+      auto callee =
+          schedule->getParentOfType<ModuleOp>().lookupSymbol<func::FuncOp>(
+              call.getCallee());
       FailureOr<const LoweredModule *> m = cache.getModule(callee);
       if (failed(m))
         return failure();

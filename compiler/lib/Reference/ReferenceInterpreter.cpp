@@ -12,8 +12,8 @@ ReferenceInterpreter::ReferenceInterpreter(ModuleOp model,
                                            const rt::ParameterStore &params)
     : model(model), params(params) {}
 
-FailureOr<const rt::ParamTensor *>
-ReferenceInterpreter::param(Operation *user, StringRef name) {
+FailureOr<const rt::ParamTensor *> ReferenceInterpreter::param(Operation *user,
+                                                               StringRef name) {
   const rt::ParamTensor *t = params.find(name);
   if (!t)
     return user->emitOpError() << "parameter '" << name << "' has no values";
@@ -24,9 +24,10 @@ static int64_t lastDim(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape().back();
 }
 
-LogicalResult ReferenceInterpreter::evalBlock(
-    Block &block, DenseMap<Value, std::vector<float>> &env,
-    std::vector<std::vector<float>> &results) {
+LogicalResult
+ReferenceInterpreter::evalBlock(Block &block,
+                                DenseMap<Value, std::vector<float>> &env,
+                                std::vector<std::vector<float>> &results) {
   for (Operation &opRef : block) {
     Operation *op = &opRef;
     auto in = [&](unsigned i) -> const std::vector<float> & {
@@ -115,8 +116,7 @@ LogicalResult ReferenceInterpreter::evalBlock(
       if (!callee || callee.getBody().empty())
         return op->emitOpError() << "calls a module without a body";
       DenseMap<Value, std::vector<float>> inner;
-      for (auto [arg, v] :
-           llvm::zip(callee.getArguments(), call.getOperands()))
+      for (auto [arg, v] : llvm::zip(callee.getArguments(), call.getOperands()))
         inner[arg] = env[v];
       std::vector<std::vector<float>> outs;
       if (failed(evalBlock(callee.getBody().front(), inner, outs)))

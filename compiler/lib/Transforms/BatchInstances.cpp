@@ -1,4 +1,5 @@
-//===- BatchInstances.cpp - The dynb-batch pass ----------------------------===//
+//===- BatchInstances.cpp - The dynb-batch pass
+//----------------------------===//
 //
 // Turns a batch of instances into schedules of batched launches. The
 // grouping decision is made by the batching library (Scheduler.h); this pass
@@ -54,8 +55,8 @@ public:
       pairs.push_back(r);
     }
     Value only = sources.front().first;
-    if (sources.size() == 1 && only.getType() == withBatch(perInstance,
-                                                           rows.size())) {
+    if (sources.size() == 1 &&
+        only.getType() == withBatch(perInstance, rows.size())) {
       bool identity = true;
       for (auto [i, vr] : llvm::enumerate(rows))
         identity &= vr.second == static_cast<int64_t>(i);
@@ -92,9 +93,7 @@ private:
 LogicalResult
 BatchInstancesPass::checkInstances(MutableArrayRef<InstanceOp> instances) {
   auto outputTypes = [](InstanceOp inst) {
-    return cast<OutputOp>(inst.getBody().front().back())
-        .getValues()
-        .getTypes();
+    return cast<OutputOp>(inst.getBody().front().back()).getValues().getTypes();
   };
   TypeRange first = outputTypes(instances.front());
   for (auto [i, inst] : llvm::enumerate(instances)) {
@@ -111,8 +110,8 @@ BatchInstancesPass::checkInstances(MutableArrayRef<InstanceOp> instances) {
       if (op.getDialect() != op.getContext()->getLoadedDialect<DynbDialect>() ||
           isa<InstanceOp, ScheduleOp, GatherOp, LookupOp, BatchedCallOp>(op) ||
           op.getNumRegions() != 0)
-        return op.emitOpError() << "cannot appear in an instance (instance "
-                                << i << ")";
+        return op.emitOpError()
+               << "cannot appear in an instance (instance " << i << ")";
   }
   return success();
 }
@@ -174,9 +173,9 @@ void BatchInstancesPass::emitSchedule(MutableArrayRef<InstanceOp> chunk,
   // 3. The schedule.
   OpBuilder b(chunk.front());
   Location loc = chunk.front().getLoc();
-  auto schedule = b.create<ScheduleOp>(
-      loc, b.getStringAttr(toString(strat)), b.getI64IntegerAttr(firstInstance),
-      b.getI64IntegerAttr(chunk.size()));
+  auto schedule = b.create<ScheduleOp>(loc, b.getStringAttr(toString(strat)),
+                                       b.getI64IntegerAttr(firstInstance),
+                                       b.getI64IntegerAttr(chunk.size()));
   Block *body = b.createBlock(&schedule.getBody());
   b.setInsertionPointToStart(body);
   ScheduleEmitter emitter(b, loc);
@@ -199,8 +198,7 @@ void BatchInstancesPass::emitSchedule(MutableArrayRef<InstanceOp> chunk,
       rows.clear();
       for (NodeId id : group)
         rows.push_back(batchedValue(nodes[id]->getOperand(p)));
-      operands.push_back(
-          emitter.gather(rows, proto->getOperand(p).getType()));
+      operands.push_back(emitter.gather(rows, proto->getOperand(p).getType()));
     }
     SmallVector<Type> resultTypes;
     for (Type t : proto->getResultTypes())
@@ -238,8 +236,7 @@ void BatchInstancesPass::emitSchedule(MutableArrayRef<InstanceOp> chunk,
   for (unsigned p = 0; p < firstOutputs.size(); ++p) {
     rows.clear();
     for (InstanceOp inst : chunk) {
-      Value out =
-          cast<OutputOp>(inst.getBody().front().back()).getValues()[p];
+      Value out = cast<OutputOp>(inst.getBody().front().back()).getValues()[p];
       rows.push_back(batchedValue(out));
     }
     yielded.push_back(emitter.gather(rows, firstOutputs[p].getType()));

@@ -47,8 +47,9 @@ std::string treeLstmModel(int h, int vocab) {
   m += "{\"name\":\"leaf\",\"nodes\":[{\"op\":\"arg\",\"shape\":[" + H +
        "]},{\"op\":\"linear\",\"inputs\":[0],\"weight\":\"W_iou\",\"bias\":"
        "\"b_iou\"},{\"op\":\"slice\",\"inputs\":[1],\"offset\":0,\"size\":" +
-       H + "},{\"op\":\"sigmoid\",\"inputs\":[2]},{\"op\":\"slice\",\"inputs\":"
-           "[1],\"offset\":" +
+       H +
+       "},{\"op\":\"sigmoid\",\"inputs\":[2]},{\"op\":\"slice\",\"inputs\":"
+       "[1],\"offset\":" +
        H + ",\"size\":" + H +
        "},{\"op\":\"sigmoid\",\"inputs\":[4]},{\"op\":\"slice\",\"inputs\":[1]"
        ",\"offset\":" +
@@ -62,8 +63,9 @@ std::string treeLstmModel(int h, int vocab) {
        "]},{\"op\":\"concat\",\"inputs\":[0,2]},{\"op\":\"linear\",\"inputs\":"
        "[4],\"weight\":\"U_iou\",\"bias\":\"b_iou\"},{\"op\":\"slice\","
        "\"inputs\":[5],\"offset\":0,\"size\":" +
-       H + "},{\"op\":\"sigmoid\",\"inputs\":[6]},{\"op\":\"slice\",\"inputs\":"
-           "[5],\"offset\":" +
+       H +
+       "},{\"op\":\"sigmoid\",\"inputs\":[6]},{\"op\":\"slice\",\"inputs\":"
+       "[5],\"offset\":" +
        H + ",\"size\":" + H +
        "},{\"op\":\"sigmoid\",\"inputs\":[8]},{\"op\":\"slice\",\"inputs\":[5]"
        ",\"offset\":" +
@@ -134,8 +136,8 @@ std::string treeInstance(int leaves, std::mt19937 &rng, int vocab,
 std::string treeDocument(int h, int vocab, const std::vector<int> &leaves,
                          unsigned seed, bool balanced = false) {
   std::mt19937 rng(seed);
-  std::string doc = "{\"dynb\":1,\"model\":" + treeLstmModel(h, vocab) +
-                    ",\"instances\":[";
+  std::string doc =
+      "{\"dynb\":1,\"model\":" + treeLstmModel(h, vocab) + ",\"instances\":[";
   for (size_t i = 0; i < leaves.size(); ++i)
     doc += (i ? "," : "") + treeInstance(leaves[i], rng, vocab, balanced);
   return doc + "]}";
@@ -149,8 +151,10 @@ std::string writeTemp(const std::string &name, const std::string &text) {
   return path.str().str();
 }
 
-/// Imports JSON from memory and returns the diagnostics it produced.
-std::string importErrors(const std::string &json) {
+/// Imports JSON from memory (named `name`, which picks the form) and returns
+/// the diagnostics it produced, empty when it imported.
+std::string importErrors(const std::string &json,
+                         llvm::StringRef name = "in.json") {
   mlir::MLIRContext ctx;
   std::string errors;
   mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
@@ -158,7 +162,7 @@ std::string importErrors(const std::string &json) {
     os << d.getLocation() << ": " << d << "\n";
     return mlir::success();
   });
-  auto module = importJsonGraphs("in.json", json, ctx);
+  auto module = importJsonGraphs(name, json, ctx);
   if (module)
     return "";
   return errors;
@@ -166,8 +170,8 @@ std::string importErrors(const std::string &json) {
 
 TEST(Import, TreeDocumentImportsAndVerifies) {
   mlir::MLIRContext ctx;
-  auto module = importJsonGraphs("t.json", treeDocument(4, 20, {3, 5, 1}, 1),
-                                 ctx);
+  auto module =
+      importJsonGraphs("t.json", treeDocument(4, 20, {3, 5, 1}, 1), ctx);
   ASSERT_TRUE(module);
   EXPECT_EQ(llvm::range_size(module->getOps<InstanceOp>()), 3u);
   EXPECT_EQ(llvm::range_size(module->getOps<ParamOp>()), 7u);
@@ -181,9 +185,10 @@ TEST(Import, ErrorsNameInstanceAndNode) {
            "\"outputs\":[0]}," +
            inst + "]}";
   };
-  std::string e = importErrors(doc(
-      "{\"nodes\":[{\"op\":\"embedding\",\"table\":\"E\",\"index\":1},"
-      "{\"op\":\"call\",\"module\":\"nope\",\"inputs\":[0]}],\"outputs\":[1]}"));
+  std::string e = importErrors(
+      doc("{\"nodes\":[{\"op\":\"embedding\",\"table\":\"E\",\"index\":1},"
+          "{\"op\":\"call\",\"module\":\"nope\",\"inputs\":[0]}],\"outputs\":["
+          "1]}"));
   EXPECT_NE(e.find("instance 1, node 1 (call)"), std::string::npos) << e;
   EXPECT_NE(e.find("unknown module 'nope'"), std::string::npos) << e;
 
@@ -199,8 +204,7 @@ TEST(Import, ErrorsNameInstanceAndNode) {
       << e;
 
   e = importErrors("{\"dynb\":2,\"model\":{},\"instances\":[]}");
-  EXPECT_NE(e.find("interchange version 2 is not supported"),
-            std::string::npos)
+  EXPECT_NE(e.find("interchange version 2 is not supported"), std::string::npos)
       << e;
   e = importErrors("{\"dynb\":1,\"model\":");
   EXPECT_NE(e.find("invalid JSON"), std::string::npos) << e;
@@ -212,14 +216,7 @@ TEST(Import, JsonLinesReportsTheLine) {
                      "{\"nodes\":[{\"op\":\"embedding\",\"table\":\"E\","
                      "\"index\":1}],\"outputs\":[0]}\n\n"
                      "{\"nodes\":[{\"op\":\"frobnicate\"}],\"outputs\":[]}\n";
-  mlir::MLIRContext ctx;
-  std::string errors;
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-    llvm::raw_string_ostream os(errors);
-    os << d.getLocation() << ": " << d << "\n";
-    return mlir::success();
-  });
-  EXPECT_FALSE(importJsonGraphs("b.jsonl", text, ctx));
+  std::string errors = importErrors(text, "b.jsonl");
   EXPECT_NE(errors.find("b.jsonl\":4:1"), std::string::npos) << errors;
   EXPECT_NE(errors.find("instance 1, node 0 (frobnicate)"), std::string::npos)
       << errors;
@@ -243,8 +240,8 @@ TEST(Signature, EmbeddingRowIsDataNotFunction) {
 TEST(Safetensors, RoundTripAndHostileFiles) {
   std::vector<float> a = {1, 2, 3, 4, 5, 6}, b = {7, 8};
   std::string path = writeTemp("p.safetensors", "");
-  ASSERT_FALSE(bool(writeSafetensors(
-      path, {{"A", {2, 3}, &a}, {"b", {2}, &b}})));
+  ASSERT_FALSE(
+      bool(writeSafetensors(path, {{"A", {2, 3}, &a}, {"b", {2}, &b}})));
   rt::ParameterStore store;
   ASSERT_FALSE(bool(loadSafetensors(path, store)));
   ASSERT_NE(store.find("A"), nullptr);
@@ -304,8 +301,7 @@ TEST_F(TreeSession, EveryStrategyMatchesTheReference) {
       ASSERT_TRUE(mlir::succeeded(r));
       Comparison c = compareOutputs(*ref, r->outputs, 1e-5, 1e-4);
       EXPECT_TRUE(c.withinTolerance)
-          << toString(s).str() << " batch " << batch << ": "
-          << c.maxAbsError;
+          << toString(s).str() << " batch " << batch << ": " << c.maxAbsError;
       EXPECT_GE(r->launches, r->lowerBound);
     }
 }

@@ -31,17 +31,12 @@ public:
 private:
   using Key = llvm::SmallVector<const void *, 16>;
   struct KeyInfo {
-    static Key getEmptyKey() {
-      return {reinterpret_cast<const void *>(-1)};
-    }
+    static Key getEmptyKey() { return {reinterpret_cast<const void *>(-1)}; }
     static Key getTombstoneKey() {
       return {reinterpret_cast<const void *>(-2)};
     }
     static unsigned getHashValue(const Key &k);
-    static bool isEqual(const Key &a,
-                        const Key &b) {
-      return a == b;
-    }
+    static bool isEqual(const Key &a, const Key &b) { return a == b; }
   };
   llvm::DenseMap<Key, SignatureId, KeyInfo> ids_;
   Key scratch_;

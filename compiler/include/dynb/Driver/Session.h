@@ -1,4 +1,5 @@
-//===- Session.h - Load, batch, compile, run and check: one place -*- C++ -*-===//
+//===- Session.h - Load, batch, compile, run and check: one place -*- C++
+//-*-===//
 //
 // What `dynbc` does, as a library the tests and benchmarks call too: load a
 // model and a batch of instances, load or seed the parameters, batch with a

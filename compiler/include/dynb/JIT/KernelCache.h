@@ -1,4 +1,5 @@
-//===- KernelCache.h - Compiled modules, keyed by what they compute -*- C++ -*-===//
+//===- KernelCache.h - Compiled modules, keyed by what they compute -*- C++
+//-*-===//
 #ifndef DYNB_JIT_KERNELCACHE_H
 #define DYNB_JIT_KERNELCACHE_H
 

@@ -1,4 +1,5 @@
-//===- ModuleLowering.h - A module body as GEMM and kernel steps -*- C++ -*-===//
+//===- ModuleLowering.h - A module body as GEMM and kernel steps -*- C++
+//-*-===//
 //
 // A module (a func.func of per-instance dynb ops) is lowered once, for any
 // batch size: linear ops become GEMM steps that the runtime hands to oneDNN,

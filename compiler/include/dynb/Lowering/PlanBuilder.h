@@ -9,8 +9,8 @@
 namespace dynb {
 
 struct PlanStats {
-  uint64_t launches = 0;     // batched ops of the schedule
-  uint64_t gathersCopied = 0; // gathers that copy rows
+  uint64_t launches = 0;       // batched ops of the schedule
+  uint64_t gathersCopied = 0;  // gathers that copy rows
   uint64_t gathersAsViews = 0; // gathers that became views (no copy)
 };
 
