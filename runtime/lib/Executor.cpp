@@ -9,14 +9,24 @@
 
 #include <fmt/format.h>
 
+#include <omp.h>
+
 #include <chrono>
 #include <cstring>
 
 using namespace dynb::rt;
 
+/// Applies an explicit thread count to OpenMP before anything starts its
+/// team, so oneDNN's GEMMs and the runtime's loops use the same number.
+static unsigned applyThreadCount(unsigned numThreads) {
+  if (numThreads)
+    omp_set_num_threads(static_cast<int>(numThreads));
+  return numThreads;
+}
+
 struct Executor::Impl {
   Impl(const ParameterStore &params, ExecutorOptions opts)
-      : params(params), opts(opts), pool(opts.numThreads),
+      : params(params), opts(opts), pool(applyThreadCount(opts.numThreads)),
         gemm(GemmCacheOptions{opts.smallGemmMaxMacs}) {}
 
   Status run(const Plan &plan);

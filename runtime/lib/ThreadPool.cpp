@@ -9,9 +9,9 @@
 using namespace dynb::rt;
 
 ThreadPool::ThreadPool(unsigned numThreads)
-    : numThreads_(numThreads
-                      ? numThreads
-                      : std::max(1u, std::thread::hardware_concurrency())) {}
+    : numThreads_(numThreads ? numThreads
+                             : static_cast<unsigned>(
+                                   std::max(1, omp_get_max_threads()))) {}
 
 void ThreadPool::runChunks(int64_t n, ChunkFn fn, void *context) {
   if (n <= 0)

@@ -10,6 +10,7 @@
 #include "dynb/Runtime/NpyWriter.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -119,6 +120,18 @@ static cl::opt<std::string>
                cl::desc("Also write the figures as JSON to this file"),
                cl::value_desc("file.json"), cl::sub(runCmd), cl::cat(dynbCat));
 
+static cl::opt<uint64_t> maxNodes(
+    "max-nodes",
+    cl::desc("Refuse inputs with more nodes than this (0: no limit)"),
+    cl::init(SessionLimits().maxNodes), cl::sub(compileCmd), cl::sub(runCmd),
+    cl::sub(statsCmd), cl::cat(dynbCat));
+static cl::opt<std::string> maxMemory(
+    "max-memory",
+    cl::desc("Refuse to run when parameters plus the largest batch's buffers "
+             "need more than this many bytes; K, M, G suffixes (default 16G; "
+             "0: no limit)"),
+    cl::init("16G"), cl::sub(runCmd), cl::cat(dynbCat));
+
 namespace {
 
 int fail(const llvm::Twine &msg) {
@@ -126,6 +139,22 @@ int fail(const llvm::Twine &msg) {
   llvm::outs().flush();
   llvm::WithColor::error(llvm::errs(), "dynbc") << msg << "\n";
   return 1;
+}
+
+/// "16G" -> 16 GiB; plain numbers are bytes.
+std::optional<uint64_t> parseByteSize(llvm::StringRef text) {
+  uint64_t scale = 1;
+  if (!text.empty()) {
+    char last = llvm::toUpper(text.back());
+    if (last == 'K' || last == 'M' || last == 'G') {
+      scale = last == 'K' ? 1ull << 10 : last == 'M' ? 1ull << 20 : 1ull << 30;
+      text = text.drop_back();
+    }
+  }
+  uint64_t value;
+  if (text.getAsInteger(10, value) || value > UINT64_MAX / scale)
+    return std::nullopt;
+  return value * scale;
 }
 
 /// The strategies asked for, in order; "all" expands to every strategy.
@@ -287,8 +316,8 @@ int runRun(Session &session) {
   if (haveParams) {
     if (llvm::Error e = session.loadParams(paramsPath))
       return fail(llvm::toString(std::move(e)));
-  } else {
-    session.seedParams(seed);
+  } else if (llvm::Error e = session.seedParams(seed)) {
+    return fail(llvm::toString(std::move(e)));
   }
 
   std::optional<StackedOutputs> reference;
@@ -319,6 +348,8 @@ int runRun(Session &session) {
       "strategy", "nodes", "launches", "bound", "ratio", "JIT s", "sched ms",
       "run ms", "instances/s", "nodes/s", "arena MiB",
       check ? "  max abs err  max rel err  check" : "");
+  // Diagnostics go to stderr unbuffered; keep the table above them.
+  llvm::outs().flush();
 
   bool allOk = true;
   bool wroteOutput = false;
@@ -355,6 +386,7 @@ int runRun(Session &session) {
               ? "ok"
               : fmt::format("FAIL (instance {})", cmp.worstInstance));
     llvm::outs() << "\n";
+    llvm::outs().flush();
     if (profileSteps) {
       const StepProfile &p = r->profile;
       double total = 0;
@@ -460,6 +492,15 @@ int main(int argc, char **argv) {
     return 1;
   }
   Session session;
+  SessionLimits limits;
+  limits.maxNodes = maxNodes;
+  std::optional<uint64_t> memory = parseByteSize(maxMemory);
+  if (!memory)
+    return fail("--max-memory: expected bytes with an optional K, M or G "
+                "suffix, got '" +
+                maxMemory + "'");
+  limits.maxMemoryBytes = *memory;
+  session.setLimits(limits);
   if (failed(session.loadGraphs(inputPath)))
     return 1;
   if (compileCmd)

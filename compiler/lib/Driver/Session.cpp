@@ -11,6 +11,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
@@ -149,7 +150,9 @@ Session::Session()
 Session::~Session() = default;
 
 LogicalResult Session::loadGraphs(StringRef path) {
-  module_ = importGraphFile(path, *ctx_, sourceMgr_);
+  ImportLimits importLimits;
+  importLimits.maxNodes = limits_.maxNodes;
+  module_ = importGraphFile(path, *ctx_, sourceMgr_, importLimits);
   if (!module_)
     return failure();
   // What the runtime path needs beyond the verifier: modules without calls
@@ -185,19 +188,36 @@ llvm::Error Session::checkParams() {
 }
 
 llvm::Error Session::loadParams(StringRef path) {
-  if (llvm::Error e = loadSafetensors(path, params_))
+  if (llvm::Error e = loadSafetensors(path, params_, limits_.maxMemoryBytes))
     return e;
   if (llvm::Error e = checkParams())
     return makeError(path + ": " + llvm::toString(std::move(e)));
   return llvm::Error::success();
 }
 
-void Session::seedParams(uint64_t seed) {
+static uint64_t paramBytes(ModuleOp module) {
+  uint64_t bytes = 0;
+  for (ParamOp p : module.getOps<ParamOp>())
+    bytes += uint64_t(p.getTensorType().getNumElements()) * sizeof(float);
+  return bytes;
+}
+
+static std::string gib(uint64_t bytes) {
+  return llvm::formatv("{0:F2} GiB", double(bytes) / double(1ull << 30));
+}
+
+llvm::Error Session::seedParams(uint64_t seed) {
+  uint64_t bytes = paramBytes(*module_);
+  if (limits_.maxMemoryBytes && bytes > limits_.maxMemoryBytes)
+    return makeError("the model's parameters need " + gib(bytes) +
+                     ", more than the --max-memory limit of " +
+                     gib(limits_.maxMemoryBytes) + "; raise it to run");
   for (ParamOp p : module_->getOps<ParamOp>()) {
     ArrayRef<int64_t> shape = p.getTensorType().getShape();
     params_.addSeeded(p.getSymName().str(),
                       std::vector<int64_t>(shape.begin(), shape.end()), seed);
   }
+  return llvm::Error::success();
 }
 
 FailureOr<OwningOpRef<ModuleOp>> Session::batch(BatchingStrategy strategy,
@@ -290,6 +310,24 @@ FailureOr<RunResult> Session::run(const RunOptions &options) {
     plans.push_back(std::move(*plan));
   }
   result.batches = plans.size();
+  // Checked before the executor allocates anything: the arena grows to the
+  // largest plan.
+  int64_t largest = 0;
+  size_t largestIndex = 0;
+  for (auto [i, plan] : llvm::enumerate(plans))
+    if (plan.arenaBytes > largest) {
+      largest = plan.arenaBytes;
+      largestIndex = i;
+    }
+  uint64_t needed = paramBytes(*module_) + uint64_t(largest);
+  if (limits_.maxMemoryBytes && needed > limits_.maxMemoryBytes) {
+    emitError(module_->getLoc())
+        << "batch " << largestIndex << " needs " << gib(largest)
+        << " of buffers (" << gib(needed) << " with the parameters), more "
+        << "than the --max-memory limit of " << gib(limits_.maxMemoryBytes)
+        << "; use a smaller --batch-size or raise --max-memory";
+    return failure();
+  }
   result.jitSeconds = kernels_->stats().jitSeconds - before.jitSeconds;
   result.modulesCompiled = kernels_->stats().compiled - before.compiled;
   result.planSeconds = secondsSince(t0) - result.jitSeconds;

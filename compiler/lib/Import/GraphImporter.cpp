@@ -36,8 +36,9 @@ constexpr int64_t kMaxElements = int64_t(1) << 34;
 
 class JsonImporter {
 public:
-  JsonImporter(StringRef fileName, MLIRContext &ctx)
-      : ctx(ctx), fileName(fileName), b(&ctx) {}
+  JsonImporter(StringRef fileName, MLIRContext &ctx,
+               const ImportLimits &limits)
+      : ctx(ctx), fileName(fileName), b(&ctx), limits(limits) {}
 
   OwningOpRef<ModuleOp> importDocument(StringRef text);
   OwningOpRef<ModuleOp> importLines(StringRef text);
@@ -79,6 +80,8 @@ private:
   llvm::StringMap<RankedTensorType> params;
   llvm::StringMap<func::FuncOp> modules;
   size_t numInstances = 0;
+  ImportLimits limits;
+  uint64_t numNodes = 0;
 };
 
 } // namespace
@@ -180,6 +183,10 @@ LogicalResult JsonImporter::importNodes(
   unsigned argIndex = 0;
   for (auto [i, nv] : llvm::enumerate(nodes)) {
     Location loc = place(line, where + llvm::formatv(", node {0}", i));
+    if (limits.maxNodes && ++numNodes > limits.maxNodes)
+      return error(loc) << "the input has more than " << limits.maxNodes
+                        << " nodes, the --max-nodes limit; raise it to read "
+                           "this file";
     const json::Object *o = nv.getAsObject();
     std::optional<StringRef> opName = o ? o->getString("op") : std::nullopt;
     if (!opName)
@@ -533,7 +540,8 @@ OwningOpRef<ModuleOp> JsonImporter::importLines(StringRef text) {
 }
 
 OwningOpRef<ModuleOp> dynb::importJsonGraphs(StringRef name, StringRef text,
-                                             MLIRContext &ctx) {
+                                             MLIRContext &ctx,
+                                             const ImportLimits &limits) {
   registerDynbDialects(ctx);
   // A JSON Lines file's first line is a complete object; a document's first
   // line (unless the whole document is one line) is not.
@@ -546,7 +554,7 @@ OwningOpRef<ModuleOp> dynb::importJsonGraphs(StringRef name, StringRef text,
     else
       llvm::consumeError(probe.takeError());
   }
-  JsonImporter importer(name, ctx);
+  JsonImporter importer(name, ctx, limits);
   OwningOpRef<ModuleOp> module =
       lines ? importer.importLines(text) : importer.importDocument(text);
   if (module && failed(verify(*module)))
@@ -555,7 +563,8 @@ OwningOpRef<ModuleOp> dynb::importJsonGraphs(StringRef name, StringRef text,
 }
 
 OwningOpRef<ModuleOp> dynb::importGraphFile(StringRef path, MLIRContext &ctx,
-                                            llvm::SourceMgr &sourceMgr) {
+                                            llvm::SourceMgr &sourceMgr,
+                                            const ImportLimits &limits) {
   registerDynbDialects(ctx);
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buf =
       llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
@@ -566,7 +575,19 @@ OwningOpRef<ModuleOp> dynb::importGraphFile(StringRef path, MLIRContext &ctx,
   }
   if (path.ends_with(".mlir")) {
     sourceMgr.AddNewSourceBuffer(std::move(*buf), llvm::SMLoc());
-    return parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+    OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+    if (module && limits.maxNodes) {
+      uint64_t ops = 0;
+      module->walk([&](Operation *) { ++ops; });
+      if (ops > limits.maxNodes) {
+        emitError(module->getLoc())
+            << "the input has " << ops << " operations, more than the "
+            << "--max-nodes limit of " << limits.maxNodes
+            << "; raise it to read this file";
+        return nullptr;
+      }
+    }
+    return module;
   }
-  return importJsonGraphs(path, (*buf)->getBuffer(), ctx);
+  return importJsonGraphs(path, (*buf)->getBuffer(), ctx, limits);
 }

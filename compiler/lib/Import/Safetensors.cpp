@@ -28,7 +28,8 @@ static llvm::Error fail(llvm::StringRef path, const llvm::Twine &msg) {
 }
 
 llvm::Error dynb::loadSafetensors(llvm::StringRef path,
-                                  rt::ParameterStore &store) {
+                                  rt::ParameterStore &store,
+                                  uint64_t maxBytes) {
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                          /*RequiresNullTerminator=*/false);
   if (!buf)
@@ -105,6 +106,13 @@ llvm::Error dynb::loadSafetensors(llvm::StringRef path,
                    " bytes but its shape needs " + llvm::Twine(elements * 4));
     entries.push_back(std::move(e));
   }
+  uint64_t total = 0;
+  for (const Entry &e : entries)
+    total += e.end - e.begin;
+  if (maxBytes && total > maxBytes)
+    return fail(path, "its tensors hold " + llvm::Twine(total) +
+                          " bytes, more than the --max-memory limit of " +
+                          llvm::Twine(maxBytes) + " bytes");
   std::sort(entries.begin(), entries.end(),
             [](const Entry &a, const Entry &b) { return a.begin < b.begin; });
   for (size_t i = 1; i < entries.size(); ++i)

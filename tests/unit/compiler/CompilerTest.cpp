@@ -280,7 +280,7 @@ protected:
   void load(const std::string &doc) {
     path = writeTemp("trees.json", doc);
     ASSERT_TRUE(mlir::succeeded(session.loadGraphs(path)));
-    session.seedParams(7);
+    ASSERT_FALSE(bool(session.seedParams(7)));
   }
   void TearDown() override { llvm::sys::fs::remove(path); }
   Session session;

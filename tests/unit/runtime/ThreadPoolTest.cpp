@@ -2,6 +2,7 @@
 #include "dynb/Runtime/ThreadPool.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <atomic>
 #include <set>
@@ -57,8 +58,8 @@ TEST(ThreadPoolTest, ManyBackToBackJobs) {
   EXPECT_EQ(total.load(), 20000 * 8);
 }
 
-TEST(ThreadPoolTest, ZeroMeansHardwareConcurrency) {
+TEST(ThreadPoolTest, ZeroMeansOpenMPsDefault) {
   ThreadPool pool(0);
   EXPECT_EQ(pool.numThreads(),
-            std::max(1u, std::thread::hardware_concurrency()));
+            static_cast<unsigned>(std::max(1, omp_get_max_threads())));
 }

@@ -83,6 +83,14 @@ struct Comparison {
 Comparison compareOutputs(const StackedOutputs &ref, const StackedOutputs &got,
                           double atol, double rtol);
 
+/// What a session refuses before allocating: defaults fit a 24 GiB machine.
+struct SessionLimits {
+  /// Nodes in the input (0: no limit).
+  uint64_t maxNodes = 20'000'000;
+  /// Parameters plus the largest batch's arena, bytes (0: no limit).
+  uint64_t maxMemoryBytes = uint64_t(16) << 30;
+};
+
 class Session {
 public:
   Session();
@@ -98,8 +106,11 @@ public:
   mlir::LogicalResult loadGraphs(llvm::StringRef path);
   /// Reads parameters and checks them against the model's dynb.param ops.
   llvm::Error loadParams(llvm::StringRef path);
-  /// Seeds every parameter of the model (deterministic).
-  void seedParams(uint64_t seed);
+  /// Seeds every parameter of the model (deterministic); fails when they
+  /// would exceed the memory limit.
+  llvm::Error seedParams(uint64_t seed);
+  void setLimits(const SessionLimits &limits) { limits_ = limits; }
+  const SessionLimits &limits() const { return limits_; }
 
   uint64_t numInstances();
   /// A copy of the loaded module batched by `dynb-batch`.
@@ -123,6 +134,7 @@ private:
   mlir::OwningOpRef<mlir::ModuleOp> module_;
   rt::ParameterStore params_;
   std::unique_ptr<KernelCache> kernels_;
+  SessionLimits limits_;
 };
 
 /// Peak resident memory of this process, bytes (0 where unknown).

@@ -17,7 +17,10 @@ namespace dynb {
 /// are accepted; the header is checked against the file (offsets in bounds,
 /// sizes equal to shape x 4 bytes, no overlaps) before anything is copied.
 /// Errors name the file and the tensor.
-llvm::Error loadSafetensors(llvm::StringRef path, rt::ParameterStore &store);
+/// Files whose tensors hold more than `maxBytes` (0: no limit) are refused
+/// before anything is copied.
+llvm::Error loadSafetensors(llvm::StringRef path, rt::ParameterStore &store,
+                            uint64_t maxBytes = 0);
 
 /// Writes tensors as a safetensors file (F32), atomically: tests and
 /// examples use it to produce parameter files.

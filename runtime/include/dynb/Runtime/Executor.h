@@ -15,7 +15,9 @@ namespace dynb::rt {
 struct ExecutorOptions {
   /// Time each step kind (two clock reads a step).
   bool profile = false;
-  /// Threads for kernels and gathers; 0 means all hardware threads.
+  /// Threads for kernels, gathers and oneDNN's GEMMs (which share OpenMP's
+  /// team); 0 keeps OpenMP's default. A non-zero count is set process-wide
+  /// (omp_set_num_threads).
   unsigned numThreads = 0;
   /// A kernel step is split across threads only when rows times the summed
   /// argument widths exceeds this: below it waking workers costs more than

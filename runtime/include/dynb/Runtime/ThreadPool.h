@@ -15,7 +15,8 @@ namespace dynb::rt {
 /// from inside a chunk.
 class ThreadPool {
 public:
-  /// numThreads counts the caller; 0 means std::thread::hardware_concurrency.
+  /// numThreads counts the caller; 0 means OpenMP's default
+  /// (omp_get_max_threads(): OMP_NUM_THREADS, else the hardware's).
   explicit ThreadPool(unsigned numThreads = 0);
 
   /// Threads that may take part in parallelFor(), the caller included.
