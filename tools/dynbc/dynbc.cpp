@@ -120,11 +120,11 @@ static cl::opt<std::string>
                cl::desc("Also write the figures as JSON to this file"),
                cl::value_desc("file.json"), cl::sub(runCmd), cl::cat(dynbCat));
 
-static cl::opt<uint64_t> maxNodes(
-    "max-nodes",
-    cl::desc("Refuse inputs with more nodes than this (0: no limit)"),
-    cl::init(SessionLimits().maxNodes), cl::sub(compileCmd), cl::sub(runCmd),
-    cl::sub(statsCmd), cl::cat(dynbCat));
+static cl::opt<uint64_t>
+    maxNodes("max-nodes",
+             cl::desc("Refuse inputs with more nodes than this (0: no limit)"),
+             cl::init(SessionLimits().maxNodes), cl::sub(compileCmd),
+             cl::sub(runCmd), cl::sub(statsCmd), cl::cat(dynbCat));
 static cl::opt<std::string> maxMemory(
     "max-memory",
     cl::desc("Refuse to run when parameters plus the largest batch's buffers "
@@ -409,6 +409,7 @@ int runRun(Session &session) {
         {"lower_bound", int64_t(r->lowerBound)},
         {"gathers_copied", int64_t(r->plan.gathersCopied)},
         {"gathers_as_views", int64_t(r->plan.gathersAsViews)},
+        {"concats_placed", int64_t(r->plan.concatsPlaced)},
         {"jit_seconds", r->jitSeconds},
         {"modules_compiled", int64_t(r->modulesCompiled)},
         {"schedule_seconds", r->scheduleSeconds},

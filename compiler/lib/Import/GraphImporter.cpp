@@ -36,8 +36,7 @@ constexpr int64_t kMaxElements = int64_t(1) << 34;
 
 class JsonImporter {
 public:
-  JsonImporter(StringRef fileName, MLIRContext &ctx,
-               const ImportLimits &limits)
+  JsonImporter(StringRef fileName, MLIRContext &ctx, const ImportLimits &limits)
       : ctx(ctx), fileName(fileName), b(&ctx), limits(limits) {}
 
   OwningOpRef<ModuleOp> importDocument(StringRef text);

@@ -246,6 +246,14 @@ void BodyLowering::emitConcat(ConcatOp op) {
   step.kernel = out.kernelNames.size() - 1;
   for (Value v : op.getInputs())
     step.args.push_back(slots.lookup(v));
+  bool allArgs = llvm::all_of(op.getInputs(), [&](Value v) {
+    SlotRef s = slots.lookup(v);
+    return s.kind == SlotRef::Kind::Arg && s.col == 0 &&
+           s.cols == out.argCols[s.index];
+  });
+  if (allArgs)
+    for (Value v : op.getInputs())
+      step.concatArgs.push_back(slots.lookup(v).index);
   int64_t col = 0;
   for (Value v : op.getInputs()) {
     step.args.push_back({dst.kind, dst.index, col, widthOf(v)});

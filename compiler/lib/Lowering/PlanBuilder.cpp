@@ -3,6 +3,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/StringMap.h"
 
 using namespace mlir;
@@ -39,11 +40,20 @@ private:
   /// A copy of `r` into a fresh buffer whose columns start at 0.
   rt::Region compact(const rt::Region &r);
 
+  /// Gathers the concat's arguments straight into its buffer when every
+  /// argument is a row copy made for this launch alone. On success the
+  /// argument regions point into the concat buffer.
+  bool placeConcatArgs(const LoweredStep &s, Operation *launch,
+                       SmallVectorImpl<rt::Region> &args, rt::BufferId dst,
+                       int64_t n);
+
   ScheduleOp schedule;
   KernelCache &cache;
   PlanStats &stats;
   rt::Plan plan;
   DenseMap<Value, rt::Region> regions;
+  /// Gathers that copy rows: their step in plan.steps.
+  DenseMap<Value, size_t> gatherSteps;
   llvm::StringMap<rt::BufferId> params;
 };
 
@@ -114,9 +124,34 @@ void PlanEmitter::emitGather(GatherOp op) {
     const rt::Region &src = srcs[pairs[2 * i]];
     step.gather.sources.push_back({src.buffer, src.row + pairs[2 * i + 1]});
   }
+  gatherSteps[op.getResult()] = plan.steps.size();
   plan.steps.push_back(std::move(step));
   regions[op.getResult()] = dst;
   ++stats.gathersCopied;
+}
+
+bool PlanEmitter::placeConcatArgs(const LoweredStep &s, Operation *launch,
+                                  SmallVectorImpl<rt::Region> &args,
+                                  rt::BufferId dst, int64_t n) {
+  if (s.concatArgs.empty())
+    return false;
+  SmallVector<size_t> steps;
+  for (unsigned arg : s.concatArgs) {
+    Value v = launch->getOperand(arg);
+    auto it = gatherSteps.find(v);
+    if (it == gatherSteps.end() || !v.hasOneUse())
+      return false;
+    steps.push_back(it->second);
+  }
+  unsigned inputs = s.concatArgs.size();
+  for (unsigned i = 0; i < inputs; ++i) {
+    const SlotRef &window = s.args[inputs + i];
+    rt::Region into{dst, 0, n, window.col, window.cols};
+    plan.steps[steps[i]].gather.dst = into;
+    args[s.concatArgs[i]] = into;
+  }
+  ++stats.concatsPlaced;
+  return true;
 }
 
 void PlanEmitter::emitModule(const LoweredModule &m, Operation *launch) {
@@ -136,7 +171,15 @@ void PlanEmitter::emitModule(const LoweredModule &m, Operation *launch) {
                           : rt::Region{locals[s.index], 0, n, 0, 0};
     return rt::Region{base.buffer, base.row, n, base.col + s.col, s.cols};
   };
-  for (const LoweredStep &s : m.steps) {
+  // Placement first: it changes where the arguments live for every step.
+  llvm::SmallBitVector placed(m.steps.size());
+  for (auto [i, s] : llvm::enumerate(m.steps))
+    if (!s.concatArgs.empty())
+      placed[i] =
+          placeConcatArgs(s, launch, args, locals[s.args.back().index], n);
+  for (auto [i, s] : llvm::enumerate(m.steps)) {
+    if (placed[i])
+      continue;
     rt::Step step;
     if (s.kind == LoweredStep::Kind::Gemm) {
       step.kind = rt::Step::Kind::Gemm;

@@ -46,6 +46,11 @@ struct LoweredStep {
   // Kernel: kernels[kernel] called on args (inputs, then outputs).
   unsigned kernel = 0;
   llvm::SmallVector<SlotRef, 8> args;
+  /// A concat whose inputs are all whole module arguments: input i is
+  /// argument concatArgs[i], copied to the window args[n + i]. A caller
+  /// that gathers those arguments anyway may gather them straight into the
+  /// windows and skip this step.
+  llvm::SmallVector<unsigned, 4> concatArgs;
 };
 
 /// The batch-size-independent form of a module.

@@ -12,6 +12,7 @@ struct PlanStats {
   uint64_t launches = 0;       // batched ops of the schedule
   uint64_t gathersCopied = 0;  // gathers that copy rows
   uint64_t gathersAsViews = 0; // gathers that became views (no copy)
+  uint64_t concatsPlaced = 0;  // concats whose inputs were gathered in place
 };
 
 /// Translates a `dynb.schedule` into a runtime Plan: every batched value

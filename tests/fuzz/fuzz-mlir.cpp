@@ -1,0 +1,44 @@
+//===- fuzz-mlir.cpp - Fuzzes the dynb dialect's verifiers and dynb-batch -===//
+//
+// Input: MLIR text. It is parsed with the dynb and func dialects
+// registered (the parser verifies), and if it verified, the dynb-batch pass
+// runs on it (the pass manager verifies its result). The pass options come
+// from the input's length and last byte, so that every input is replayable.
+//
+//===----------------------------------------------------------------------===//
+#include "FuzzCommon.h"
+
+#include "dynb/Transforms/Passes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <cstddef>
+#include <cstdint>
+
+using namespace mlir;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static dynb::fuzz::FuzzContext contexts;
+  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  MLIRContext &ctx = contexts.next();
+
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(text, ParserConfig(&ctx));
+  if (!module || failed(verify(*module)))
+    return 0;
+
+  const uint8_t selector = size ? data[size - 1] : 0;
+  static const char *const kStrategies[] = {"none", "depth", "agenda",
+                                            "agenda"};
+  dynb::BatchInstancesOptions options;
+  options.strategy = kStrategies[size % 4];
+  options.batchSize = selector % 4; // 0: all in one schedule
+  options.keepInstances = (selector >> 2) & 1;
+  PassManager pm(&ctx);
+  pm.addPass(dynb::createBatchInstances(options));
+  (void)pm.run(*module);
+  return 0;
+}
