@@ -351,9 +351,13 @@ FailureOr<RunResult> Session::run(const RunOptions &options) {
       return failure();
     }
     if (result.outputs.values.empty()) {
+      // Reserved once: growing by doubling would make resident memory jump
+      // in the middle of a long run.
       result.outputs.values.resize(plan.outputs.size());
-      for (const rt::Region &r : plan.outputs)
+      for (auto [p, r] : llvm::enumerate(plan.outputs)) {
         result.outputs.widths.push_back(r.cols);
+        result.outputs.values[p].reserve(result.instances * r.cols);
+      }
     }
     std::vector<float> buf;
     for (size_t p = 0; p < plan.outputs.size(); ++p) {
