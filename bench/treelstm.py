@@ -11,6 +11,7 @@ See bench/README.md.
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import shlex
@@ -89,7 +90,10 @@ def benchmark_plan(quick):
 def run_tool(argv, log_path):
     """Runs argv, keeps its output in log_path; raises BenchError on failure."""
     start = time.monotonic()
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    except OSError as e:
+        raise BenchError(f"cannot run {argv[0]}: {e.strerror}")
     wall = time.monotonic() - start
     with open(log_path, "w") as log:
         log.write("$ " + shlex.join(argv) + "\n" + proc.stdout)
@@ -180,18 +184,15 @@ def derive(call, raw):
         "kernel_share": kernel / timed,
         "gather_share": gather / timed,
         "other_share": (timed - gemm - kernel - gather) / timed,
-        # If everything but the GEMMs took no time.
-        "gemm_only_trees_per_second": instances * len(passes) / gemm if gemm > 0 else None,
+        # The median pass with everything but its GEMM share taken out.
+        "gemm_only_trees_per_second": instances / (median * gemm / timed) if gemm > 0 else None,
         "arena_bytes": raw["arena_bytes"], "peak_rss_bytes": raw["peak_rss_bytes"],
     }
 
 
-def find_row(rows, hdim, batch, strategy, kind=None):
-    for r in rows:
-        if (r["hdim"], r["batch"], r["strategy"]) == (hdim, batch, strategy) and \
-                (kind is None or r["kind"] == kind):
-            return r
-    return None
+def find_row(rows, hdim, batch, strategy):
+    return next((r for r in rows if (r["hdim"], r["batch"], r["strategy"]) == (hdim, batch, strategy)),
+                None)
 
 
 def add_speedups(rows):
@@ -205,6 +206,8 @@ def add_speedups(rows):
 def memory_check(row, raw):
     """Peak RSS and whether resident memory keeps growing once the arena has its size."""
     rss = raw["rss_after_batch_bytes"]
+    # dynbc keeps every batch's outputs (one root h per tree) during the warm-up pass.
+    output_bytes_per_batch = MEMORY_BATCH * row["hdim"] * 4
     result = {"batches": len(rss), "peak_rss_bytes": raw["peak_rss_bytes"],
               "arena_bytes": raw["arena_bytes"], "rss_after_batch_bytes": rss,
               "trees_per_second": row["trees_per_second"]}
@@ -214,7 +217,9 @@ def memory_check(row, raw):
     early = statistics.mean(rss[MEMORY_EARLY])
     late = statistics.mean(rss[-MEMORY_LATE_COUNT:])
     growth = late / early - 1
+    batches_apart = (len(rss) - MEMORY_LATE_COUNT / 2) - (MEMORY_EARLY.start + MEMORY_EARLY.stop) / 2
     result.update(early_mean_bytes=early, late_mean_bytes=late, growth=growth,
+                  kept_outputs_growth_bytes=batches_apart * output_bytes_per_batch,
                   verdict="GROWS" if growth > MEMORY_GROWTH_LIMIT else "flat")
     return result
 
@@ -280,7 +285,33 @@ def table_sections(rows):
     return sections
 
 
-def headline_lines(rows, memory):
+def gemm_ceiling(build, work_dir, hdim, instances, nodes):
+    """The time perfect batching would take: the workload's GEMM FLOPs at
+    the rate oneDNN reaches on the same shapes run as one large static batch
+    (M = 4096), measured now by dynb-gemm-ceiling. SST trees have L leaves
+    and L - 1 internal nodes: 3L - 1 nodes a tree."""
+    tool = os.path.join(build, "bin", "dynb-gemm-ceiling")
+    if not os.access(tool, os.X_OK):
+        return None
+    h = hdim
+    shapes = [(4096, h, 3 * h), (4096, 2 * h, 3 * h), (4096, h, h)]
+    argv = [tool] + [str(d) for shape in shapes for d in shape]
+    log = os.path.join(work_dir, f"gemm-ceiling-h{hdim}.log")
+    run_tool(argv, log)
+    with open(log) as f:
+        rates = [float(line.split(": ")[1].split(" GFLOP/s")[0]) * 1e9
+                 for line in f if line.startswith("gemm m=")]
+    if len(rates) != 3:
+        return None
+    leaves = (nodes + instances) / 3
+    internals = leaves - instances
+    seconds = (leaves * 2 * 3 * h * h / rates[0]
+               + internals * (2 * 3 * h * 2 * h / rates[1] + 2 * 2 * h * h / rates[2]))
+    return {"hdim": hdim, "rates_gflops": [r / 1e9 for r in rates],
+            "shapes_mkn": shapes, "trees_per_second": instances / seconds}
+
+
+def headline_lines(rows, memory, ceilings=None):
     lines = []
     for hdim, target in TARGETS.items():
         r = find_row(rows, hdim, HEADLINE_BATCH, HEADLINE_STRATEGY)
@@ -299,6 +330,14 @@ def headline_lines(rows, memory):
         lines.append(f"ceiling, {HEADLINE_STRATEGY} hdim {hdim} batch {HEADLINE_BATCH}: GEMM runs at "
                      f"{r['gemm_gflops_per_second']:.1f} GFLOP/s and is {pct(r['gemm_share'])} of "
                      f"run time; with all else free: {fmt_int(r['gemm_only_trees_per_second'])} trees/s")
+    for hdim, c in sorted((ceilings or {}).items()):
+        r = find_row(rows, hdim, HEADLINE_BATCH, HEADLINE_STRATEGY)
+        if r is None or c is None:
+            continue
+        rates = ", ".join(f"{m}x{k}x{n} {g:.0f}" for (m, k, n), g in zip(c["shapes_mkn"], c["rates_gflops"]))
+        lines.append(f"oneDNN ceiling, hdim {hdim} (static batch GEMMs, GFLOP/s: {rates}): "
+                     f"{fmt_int(c['trees_per_second'])} trees/s; {HEADLINE_STRATEGY} batch "
+                     f"{HEADLINE_BATCH} reaches {100 * r['trees_per_second'] / c['trees_per_second']:.0f}% of it")
     if memory:
         if memory["growth"] is None:
             lines.append(f"memory: {memory['verdict']}")
@@ -310,7 +349,9 @@ def headline_lines(rows, memory):
                 f"{MEMORY_EARLY.start}-{MEMORY_EARLY.stop - 1} {memory['early_mean_bytes'] / 2**20:.1f} MiB, "
                 f"last {MEMORY_LATE_COUNT} {memory['late_mean_bytes'] / 2**20:.1f} MiB: "
                 f"{100 * memory['growth']:+.2f}% -> {memory['verdict']} "
-                f"(limit +{100 * MEMORY_GROWTH_LIMIT:.0f}%)")
+                f"(limit +{100 * MEMORY_GROWTH_LIMIT:.0f}%; the outputs dynbc keeps account for "
+                f"{memory['kept_outputs_growth_bytes'] / 2**20:+.1f} MiB of "
+                f"{(memory['late_mean_bytes'] - memory['early_mean_bytes']) / 2**20:+.1f} MiB)")
     return lines
 
 
@@ -364,6 +405,18 @@ def cpu_busy_share(seconds=1.0):
     return 1 - (idle1 - idle0) / (total1 - total0) if total1 > total0 else None
 
 
+def file_sha256(path):
+    """The file's SHA-256 (None if unreadable), to tell whether a tool was rebuilt during the runs."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
 def busy_warning(share, when):
     """A warning line when other processes were using the CPUs, else None."""
     if share is None or share < BUSY_CPU_SHARE:
@@ -404,6 +457,7 @@ def main(argv):
 
     runner = Runner(build, work_dir, args.threads, args.trees)
     machine = machine_info()
+    machine["dynbc_sha256"] = file_sha256(runner.dynbc)
     plan = benchmark_plan(args.quick)
     mode = "".join([" (quick)" if args.quick else "",
                     f" (smoke test: first {args.trees} dev trees)" if args.trees else ""])
@@ -429,14 +483,23 @@ def main(argv):
     machine["load_average_at_end"] = list(os.getloadavg())
     machine["cpu_busy_share_after"] = cpu_busy_share()
 
+    ceilings = {}
+    for hdim in sorted({r["hdim"] for r in rows}):
+        r = find_row(rows, hdim, HEADLINE_BATCH, HEADLINE_STRATEGY)
+        if r is not None:
+            print(f"GEMM ceiling at hdim {hdim} ...", flush=True)
+            ceilings[hdim] = gemm_ceiling(build, work_dir, hdim, r["instances"], r["nodes"])
     command = reproduce_command(args)
     sections = table_sections(rows)
-    headlines = headline_lines(rows, memory)
+    headlines = headline_lines(rows, memory, ceilings)
     for share, when in ((machine["cpu_busy_share_before"], "before the runs"),
                         (machine["cpu_busy_share_after"], "after them")):
         warning = busy_warning(share, when)
         if warning:
             headlines.append(warning)
+    if file_sha256(runner.dynbc) != machine["dynbc_sha256"]:
+        headlines.append(f"warning: {runner.dynbc} was rebuilt during the runs: "
+                         f"the figures mix two builds")
 
     text = []
     for title, cells in sections:
@@ -461,7 +524,7 @@ def main(argv):
               "machine": machine, "threads": args.threads, "dev_trees": args.trees or None,
               "seed": SEED,
               "wall_seconds": total_wall, "headlines": headlines, "rows": rows,
-              "memory_check": memory, "calls": calls}
+              "memory_check": memory, "gemm_ceilings": ceilings, "calls": calls}
     with open(json_path, "w") as f:
         json.dump(report, f, indent=1)
         f.write("\n")

@@ -121,7 +121,10 @@ llvm::Error dynb::loadSafetensors(llvm::StringRef path,
                             entries[i].name + "' overlap");
   for (Entry &e : entries) {
     std::vector<float> values((e.end - e.begin) / 4);
-    std::memcpy(values.data(), data.data() + e.begin, e.end - e.begin);
+    // An empty tensor has no data to copy (and memcpy from its null data
+    // pointer would be undefined).
+    if (!values.empty())
+      std::memcpy(values.data(), data.data() + e.begin, e.end - e.begin);
     rt::Status s = store.add(e.name, e.shape, std::move(values));
     if (!s.isOk())
       return fail(path, "tensor '" + e.name + "': " + s.message());

@@ -275,6 +275,20 @@ TEST(Safetensors, RoundTripAndHostileFiles) {
   llvm::sys::fs::remove(path);
 }
 
+TEST(Safetensors, EmptyTensorLoads) {
+  // Found by fuzz-safetensors: a zero-element tensor must load (nothing to
+  // copy), not reach memcpy with a null pointer.
+  std::vector<float> none;
+  std::string path = writeTemp("empty.safetensors", "");
+  ASSERT_FALSE(bool(writeSafetensors(path, {{"z", {0}, &none}})));
+  rt::ParameterStore store;
+  llvm::Error e = loadSafetensors(path, store);
+  EXPECT_FALSE(bool(e)) << (e ? llvm::toString(std::move(e)) : "");
+  ASSERT_NE(store.find("z"), nullptr);
+  EXPECT_EQ(store.find("z")->shape, (std::vector<int64_t>{0}));
+  llvm::sys::fs::remove(path);
+}
+
 class TreeSession : public ::testing::Test {
 protected:
   void load(const std::string &doc) {
