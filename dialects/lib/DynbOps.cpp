@@ -80,6 +80,9 @@ LogicalResult ParamOp::verify() {
 
 LogicalResult InstanceOp::verify() {
   Block &body = getBody().front();
+  if (body.getNumArguments() != 0)
+    return emitOpError("takes no block arguments: an instance's inputs are "
+                       "its embeddings and parameters");
   if (body.empty() || !isa<OutputOp>(body.back()))
     return emitOpError("must end with 'dynb.output'");
   for (Value v : cast<OutputOp>(body.back()).getValues())
@@ -157,6 +160,13 @@ LogicalResult LinearOp::verifySymbolUses(SymbolTableCollection &tables) {
 LogicalResult ConcatOp::verify() {
   if (getInputs().size() < 2)
     return emitOpError("needs at least two inputs");
+  for (auto [i, v] : llvm::enumerate(getInputs()))
+    if (asTensor(v.getType()).getRank() < 1)
+      return emitOpError() << "input " << i
+                           << " is a scalar; concat joins along the last "
+                              "dimension";
+  if (getResult().getType().getRank() < 1)
+    return emitOpError("result must have a last dimension");
   RankedTensorType first = asTensor(getInputs().front().getType());
   ArrayRef<int64_t> lead = first.getShape().drop_back();
   int64_t total = 0;
@@ -179,6 +189,8 @@ LogicalResult ConcatOp::verify() {
 }
 
 LogicalResult SliceOp::verify() {
+  if (getInput().getType().getRank() < 1)
+    return emitOpError("input is a scalar; slice cuts the last dimension");
   ArrayRef<int64_t> in = getInput().getType().getShape();
   int64_t width = in.back();
   int64_t offset = getOffsetAttr().getInt(), size = getSizeAttr().getInt();

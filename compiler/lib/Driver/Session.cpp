@@ -155,8 +155,14 @@ LogicalResult Session::loadGraphs(StringRef path) {
   module_ = importGraphFile(path, *ctx_, sourceMgr_, importLimits);
   if (!module_)
     return failure();
-  // What the runtime path needs beyond the verifier: modules without calls
-  // (the batched path runs module bodies as flat step lists).
+  // What the runtime path needs beyond the verifier: unbatched input, and
+  // modules without calls (the batched path runs module bodies as flat step
+  // lists).
+  for (ScheduleOp s : module_->getOps<ScheduleOp>()) {
+    s.emitOpError() << "is a batched schedule: dynbc batches instances "
+                       "itself, give it the unbatched graphs (--emit=dynb)";
+    return failure();
+  }
   bool ok = true;
   module_->walk([&](func::FuncOp fn) {
     fn.walk([&](CallOp call) {

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "dynb/Import/GraphImporter.h"
 #include "dynb/Dialect/DynbOps.h"
+#include "dynb/Import/NestingDepth.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -538,10 +539,26 @@ OwningOpRef<ModuleOp> JsonImporter::importLines(StringRef text) {
   return std::move(module);
 }
 
+/// Fails, with an error at the line, when `text` nests too deep to parse.
+static LogicalResult checkNesting(MLIRContext &ctx, StringRef name,
+                                  StringRef text, bool lineComments) {
+  std::optional<unsigned> line =
+      findExcessiveNesting(text, kMaxNestingDepth, lineComments);
+  if (!line)
+    return success();
+  emitError(FileLineColLoc::get(&ctx, name, *line, 1))
+      << "brackets nest deeper than " << kMaxNestingDepth
+      << " levels; no dynb input needs that, and parsers would overflow "
+         "the stack";
+  return failure();
+}
+
 OwningOpRef<ModuleOp> dynb::importJsonGraphs(StringRef name, StringRef text,
                                              MLIRContext &ctx,
                                              const ImportLimits &limits) {
   registerDynbDialects(ctx);
+  if (failed(checkNesting(ctx, name, text, /*lineComments=*/false)))
+    return nullptr;
   // A JSON Lines file's first line is a complete object; a document's first
   // line (unless the whole document is one line) is not.
   StringRef first = text.ltrim().split('\n').first;
@@ -573,6 +590,9 @@ OwningOpRef<ModuleOp> dynb::importGraphFile(StringRef path, MLIRContext &ctx,
     return nullptr;
   }
   if (path.ends_with(".mlir")) {
+    if (failed(checkNesting(ctx, path, (*buf)->getBuffer(),
+                            /*lineComments=*/true)))
+      return nullptr;
     sourceMgr.AddNewSourceBuffer(std::move(*buf), llvm::SMLoc());
     OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
     if (module && limits.maxNodes) {

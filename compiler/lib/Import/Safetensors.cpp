@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dynb/Import/Safetensors.h"
+#include "dynb/Import/NestingDepth.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -47,6 +48,9 @@ llvm::Error dynb::loadSafetensors(llvm::StringRef path,
                           " bytes) or 100 MiB");
   llvm::StringRef header = bytes.substr(8, headerLen);
   llvm::StringRef data = bytes.substr(8 + headerLen);
+  if (findExcessiveNesting(header, kMaxNestingDepth, /*lineComments=*/false))
+    return fail(path, "header nests deeper than " +
+                          llvm::Twine(kMaxNestingDepth) + " levels");
   auto parsed = json::parse(header);
   if (!parsed)
     return fail(path, "header is not valid JSON: " +

@@ -111,3 +111,30 @@ dynb.schedule attributes {first_instance = 0 : i64, num_instances = 3 : i64, str
 dynb.instance {
   "test.source"() : () -> tensor<2x4xf32>
 }
+
+// -----
+
+// Found by fuzz-mlir: scalars have no last dimension to concat or slice.
+func.func @f(%a: tensor<f32>, %b: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{input 0 is a scalar; concat joins along the last dimension}}
+  %c = dynb.concat %a, %b : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %c : tensor<f32>
+}
+
+// -----
+
+func.func @f(%a: tensor<f32>) -> tensor<1xf32> {
+  // expected-error @+1 {{input is a scalar; slice cuts the last dimension}}
+  %c = dynb.slice %a [0, 1] : tensor<f32> -> tensor<1xf32>
+  return %c : tensor<1xf32>
+}
+
+// -----
+
+// Found by fuzz-mlir: an instance's values all come from its own ops.
+// expected-error @+1 {{takes no block arguments}}
+dynb.instance {
+^bb0(%a: tensor<4xf32>):
+  %t = dynb.tanh %a : tensor<4xf32>
+  dynb.output %t : tensor<4xf32>
+}
