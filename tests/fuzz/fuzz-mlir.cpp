@@ -17,12 +17,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 using namespace mlir;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static dynb::fuzz::FuzzContext contexts;
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  // MLIR's lexer relies on a NUL after the text (as MemoryBuffer and
+  // SourceMgr provide for files): a comment or string at the end of a bare
+  // buffer would make it read past the input. std::string has one.
+  const std::string text(reinterpret_cast<const char *>(data), size);
   MLIRContext &ctx = contexts.next();
 
   OwningOpRef<ModuleOp> module =

@@ -21,8 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   PtbError error;
   if (!parsePtbTrees(text, trees, error)) {
     // The error points into the text.
-    if (error.loc &&
-        (error.loc < text.begin() || error.loc > text.end()))
+    if (error.loc && (error.loc < text.begin() || error.loc > text.end()))
       __builtin_trap();
     return 0;
   }
@@ -44,8 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         continue;
       }
       if (!n.word.empty() || n.left < 0 || n.right < 0 ||
-          static_cast<size_t>(n.left) >= i ||
-          static_cast<size_t>(n.right) >= i)
+          static_cast<size_t>(n.left) >= i || static_cast<size_t>(n.right) >= i)
         __builtin_trap();
       if (parents[n.left]++ || parents[n.right]++)
         __builtin_trap();

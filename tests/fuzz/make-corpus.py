@@ -136,6 +136,33 @@ def make(tmp, sst2dynb, dynbc):
                 chunk = "\n".join(lines).strip() + "\n"
                 if chunk.strip():
                     put(d, "%s-%s-%d" % (sub.lower(), os.path.splitext(name)[0], i), chunk)
+    # Valid IR a mutation or two away from unusual shapes: rank-0 values,
+    # an explicit entry block in an instance, the generic op form.
+    put(d, "rank0-func", """func.func @f(%a: tensor<f32>, %b: tensor<f32>) -> tensor<f32> {
+  %s = dynb.add %a, %b : tensor<f32>
+  %t = dynb.tanh %s : tensor<f32>
+  return %t : tensor<f32>
+}
+""")
+    put(d, "instance-entry-block", """dynb.param @E : tensor<6x4xf32>
+dynb.instance {
+^bb0:
+  %x = dynb.embedding @E [1] : tensor<4xf32>
+  %t = dynb.concat %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
+  %u = dynb.slice %t [2, 4] : tensor<8xf32> -> tensor<4xf32>
+  dynb.output %u : tensor<4xf32>
+}
+dynb.instance {
+  %x = dynb.embedding @E [2] : tensor<4xf32>
+  dynb.output %x : tensor<4xf32>
+}
+""")
+    put(d, "generic-form", """"dynb.param"() <{sym_name = "E", type = tensor<6x4xf32>}> : () -> ()
+"dynb.instance"() ({
+  %x = "dynb.embedding"() <{index = 3 : i64, table = @E}> : () -> tensor<4xf32>
+  "dynb.output"(%x) : (tensor<4xf32>) -> ()
+}) : () -> ()
+""")
     tiny_path = os.path.join(INPUTS, "tiny.json")
     for emit in ("dynb", "batched"):
         for src, tag in ((tiny_path, "tiny"), (two_json, "two")):
@@ -160,6 +187,8 @@ def make(tmp, sst2dynb, dynbc):
     put(d, "overlap", st({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
                           "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}},
                          bytes(12)))
+    # A zero-element tensor: found by fuzz-safetensors (memcpy from a null
+    # pointer), fixed in 5f7cc14; kept as a regression seed.
     put(d, "zero-dim", st({"z": {"dtype": "F32", "shape": [0, 3], "data_offsets": [0, 0]}}))
     put(d, "scalar", st({"s": {"dtype": "F32", "shape": [], "data_offsets": [0, 4]}}, bytes(4)))
     put(d, "short", b"\x08\x00\x00")
