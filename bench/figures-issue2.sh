@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# The figures quoted in the issue note, on the SST dev trees (seeded params).
+# The figures quoted in README.md's Performance section and the issue note:
+# a few points of the TreeLSTM grid, the GEMM ceiling and the memory check,
+# in about a minute. usage: bench/figures-issue2.sh [BUILD_DIR]
 set -euo pipefail
-B=/work/main/build
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+B=$(cd "${1:-$ROOT/build}" && pwd)
 W=$B/bench/work
-export GOMP_SPINCOUNT=10000
+export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-10000}
 mkdir -p $W
-for h in 8 256 512; do [ -f $W/sst-dev-h$h.jsonl ] || $B/bin/sst2dynb /work/main/examples/treelstm/data/sst/dev.txt --hdim $h -o $W/sst-dev-h$h.jsonl; done
-[ -f $W/sst-train-h256.jsonl ] || $B/bin/sst2dynb /work/main/examples/treelstm/data/sst/train.txt --hdim 256 -o $W/sst-train-h256.jsonl
+for h in 8 256 512; do [ -f $W/sst-dev-h$h.jsonl ] || $B/bin/sst2dynb $ROOT/examples/treelstm/data/sst/dev.txt --hdim $h -o $W/sst-dev-h$h.jsonl; done
+[ -f $W/sst-train-h256.jsonl ] || $B/bin/sst2dynb $ROOT/examples/treelstm/data/sst/train.txt --hdim 256 -o $W/sst-train-h256.jsonl
 echo "### hdim 256, batch 64"
 $B/bin/dynbc run $W/sst-dev-h256.jsonl --seed 1 --strategy=none --batch-size 64 --repeat 1 --profile --report $W/f-h256-b64-none.json
 $B/bin/dynbc run $W/sst-dev-h256.jsonl --seed 1 --strategy=depth,agenda --batch-size 64 --repeat 3 --profile --report $W/f-h256-b64.json
-echo "### hdim 256, agenda, batch 1 16 256"
+echo "### hdim 256, agenda, batch 16 and 256"
 for b in 16 256; do $B/bin/dynbc run $W/sst-dev-h256.jsonl --seed 1 --strategy=agenda --batch-size $b --repeat 3 --profile --report $W/f-h256-b$b.json | sed -n 3,4p; done
 echo "### hdim 512, batch 64"
 $B/bin/dynbc run $W/sst-dev-h512.jsonl --seed 1 --strategy=depth,agenda --batch-size 64 --repeat 3 --profile --report $W/f-h512-b64.json
