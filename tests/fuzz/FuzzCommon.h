@@ -10,6 +10,8 @@
 #ifndef DYNB_TESTS_FUZZ_FUZZCOMMON_H
 #define DYNB_TESTS_FUZZ_FUZZCOMMON_H
 
+#include "FuzzAssert.h"
+
 #include "dynb/Import/GraphImporter.h"
 
 #include "mlir/IR/Diagnostics.h"

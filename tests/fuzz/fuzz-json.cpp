@@ -9,9 +9,11 @@
 //===----------------------------------------------------------------------===//
 #include "FuzzCommon.h"
 
+#include "dynb/Dialect/DynbOps.h"
 #include "dynb/Import/GraphImporter.h"
 #include "dynb/Transforms/Passes.h"
 
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <cstddef>
@@ -42,8 +44,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   options.strategy = kStrategies[(selector >> 2) & 3];
   options.batchSize = (selector >> 4) & 3; // 0: all in one schedule
   options.keepInstances = (selector >> 6) & 1;
+  // The importer promises verified IR.
+  FUZZ_ASSERT_INVARIANT(succeeded(mlir::verify(*module)));
   PassManager pm(&ctx);
   pm.addPass(dynb::createBatchInstances(options));
-  (void)pm.run(*module);
+  if (failed(pm.run(*module)))
+    return 0;
+  // A schedule never launches fewer groups than its lower bound, and
+  // without keep-instances no instance is left.
+  for (dynb::ScheduleOp s : module->getOps<dynb::ScheduleOp>())
+    FUZZ_ASSERT_INVARIANT(
+        s->getAttrOfType<IntegerAttr>("dynb.launches").getInt() >=
+        s->getAttrOfType<IntegerAttr>("dynb.lower_bound").getInt());
+  FUZZ_ASSERT_INVARIANT(options.keepInstances ||
+                        module->getOps<dynb::InstanceOp>().empty());
   return 0;
 }

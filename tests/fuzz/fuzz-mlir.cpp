@@ -8,6 +8,9 @@
 //===----------------------------------------------------------------------===//
 #include "FuzzCommon.h"
 
+#include "dynb/Dialect/DynbOps.h"
+#include "dynb/Import/NestingDepth.h"
+
 #include "dynb/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -28,6 +31,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // buffer would make it read past the input. std::string has one.
   const std::string text(reinterpret_cast<const char *>(data), size);
   MLIRContext &ctx = contexts.next();
+  // dynbc refuses deeper nesting before parsing (MLIR's parser recurses).
+  if (dynb::findExcessiveNesting(text, dynb::kMaxNestingDepth,
+                                 /*lineComments=*/true))
+    return 0;
 
   OwningOpRef<ModuleOp> module =
       parseSourceString<ModuleOp>(text, ParserConfig(&ctx));
@@ -43,6 +50,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   options.keepInstances = (selector >> 2) & 1;
   PassManager pm(&ctx);
   pm.addPass(dynb::createBatchInstances(options));
-  (void)pm.run(*module);
+  if (failed(pm.run(*module)))
+    return 0;
+  // Without keep-instances the pass leaves no instance behind, and no
+  // schedule launches fewer groups than its lower bound.
+  FUZZ_ASSERT_INVARIANT(options.keepInstances ||
+                        module->getOps<dynb::InstanceOp>().empty());
+  for (dynb::ScheduleOp s : module->getOps<dynb::ScheduleOp>())
+    if (auto launches = s->getAttrOfType<IntegerAttr>("dynb.launches"))
+      FUZZ_ASSERT_INVARIANT(
+          launches.getInt() >=
+          s->getAttrOfType<IntegerAttr>("dynb.lower_bound").getInt());
   return 0;
 }

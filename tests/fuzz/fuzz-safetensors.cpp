@@ -6,6 +6,8 @@
 // nothing touches the disk and the library gets no fuzzing hook.
 //
 //===----------------------------------------------------------------------===//
+#include "FuzzAssert.h"
+
 #include "dynb/Import/Safetensors.h"
 #include "dynb/Runtime/ParameterStore.h"
 
@@ -66,8 +68,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // Whatever was accepted must be consistent.
   for (const std::string &name : store.names()) {
     const dynb::rt::ParamTensor *t = store.find(name);
-    if (!t || static_cast<int64_t>(t->data.size()) != t->numElements())
-      __builtin_trap();
+    FUZZ_ASSERT_INVARIANT(
+        !(!t || static_cast<int64_t>(t->data.size()) != t->numElements()));
   }
   return 0;
 }

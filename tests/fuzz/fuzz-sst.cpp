@@ -6,6 +6,8 @@
 // the root is the child of exactly one node.
 //
 //===----------------------------------------------------------------------===//
+#include "FuzzAssert.h"
+
 #include "PtbTree.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -21,40 +23,33 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   PtbError error;
   if (!parsePtbTrees(text, trees, error)) {
     // The error points into the text.
-    if (error.loc && (error.loc < text.begin() || error.loc > text.end()))
-      __builtin_trap();
+    FUZZ_ASSERT_INVARIANT(
+        !(error.loc && (error.loc < text.begin() || error.loc > text.end())));
     return 0;
   }
   size_t total = 0;
   llvm::SmallVector<uint8_t, 64> parents;
   for (size_t t = 0; t < trees.numTrees(); ++t) {
     llvm::ArrayRef<PtbNode> nodes = trees.tree(t);
-    if (nodes.empty())
-      __builtin_trap();
+    FUZZ_ASSERT_INVARIANT(!(nodes.empty()));
     total += nodes.size();
     parents.assign(nodes.size(), 0);
     for (size_t i = 0; i < nodes.size(); ++i) {
       const PtbNode &n = nodes[i];
-      if (n.label.empty())
-        __builtin_trap();
+      FUZZ_ASSERT_INVARIANT(!(n.label.empty()));
       if (n.isPreterminal()) {
-        if (n.right != -1 || n.word.empty())
-          __builtin_trap();
+        FUZZ_ASSERT_INVARIANT(!(n.right != -1 || n.word.empty()));
         continue;
       }
-      if (!n.word.empty() || n.left < 0 || n.right < 0 ||
-          static_cast<size_t>(n.left) >= i || static_cast<size_t>(n.right) >= i)
-        __builtin_trap();
-      if (parents[n.left]++ || parents[n.right]++)
-        __builtin_trap();
+      FUZZ_ASSERT_INVARIANT(!(!n.word.empty() || n.left < 0 || n.right < 0 ||
+                              static_cast<size_t>(n.left) >= i ||
+                              static_cast<size_t>(n.right) >= i));
+      FUZZ_ASSERT_INVARIANT(!(parents[n.left]++ || parents[n.right]++));
     }
     for (size_t i = 0; i + 1 < nodes.size(); ++i)
-      if (parents[i] != 1)
-        __builtin_trap();
-    if (parents.back() != 0)
-      __builtin_trap();
+      FUZZ_ASSERT_INVARIANT(!(parents[i] != 1));
+    FUZZ_ASSERT_INVARIANT(!(parents.back() != 0));
   }
-  if (total != trees.numNodes())
-    __builtin_trap();
+  FUZZ_ASSERT_INVARIANT(!(total != trees.numNodes()));
   return 0;
 }
