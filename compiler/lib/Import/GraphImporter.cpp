@@ -314,7 +314,8 @@ LogicalResult JsonImporter::importNodes(
       if (failed(offset) || failed(size) || failed(needInputs(1)))
         return failure();
       int64_t width = tensorOf(inputs[0]).getShape().back();
-      if (*offset < 0 || *size <= 0 || *offset + *size > width)
+      if (*offset < 0 || *size <= 0 || *offset > width ||
+          *size > width - *offset)
         return error(loc) << "slice (offset " << *offset << ", size " << *size
                           << ") does not fit in an input of width " << width;
       SmallVector<int64_t> shape(tensorOf(inputs[0]).getShape());

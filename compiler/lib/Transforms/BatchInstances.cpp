@@ -66,14 +66,12 @@ public:
     SmallVector<Value> srcs;
     for (auto &kv : sources)
       srcs.push_back(kv.first);
-    ++numGathers;
     return b.create<GatherOp>(loc, withBatch(perInstance, rows.size()), srcs,
                               b.getDenseI64ArrayAttr(pairs));
   }
 
   OpBuilder &b;
   Location loc;
-  uint64_t numGathers = 0;
 };
 
 struct BatchInstancesPass
@@ -248,10 +246,6 @@ void BatchInstancesPass::emitSchedule(MutableArrayRef<InstanceOp> chunk,
   schedule->setAttr("dynb.nodes", b.getI64IntegerAttr(nodes.size()));
   (void)ctx;
 
-  numNodes += nodes.size();
-  numLaunches += plan.numGroups();
-  numLowerBound += lowerBound;
-  numGathers += emitter.numGathers;
   if (!keepInstances)
     for (InstanceOp inst : chunk)
       inst.erase();
