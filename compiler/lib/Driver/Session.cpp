@@ -226,31 +226,35 @@ llvm::Error Session::seedParams(uint64_t seed) {
   return llvm::Error::success();
 }
 
-FailureOr<OwningOpRef<ModuleOp>> Session::batch(BatchingStrategy strategy,
-                                                int64_t batchSize) {
-  OwningOpRef<ModuleOp> copy = module_->clone();
-  PassManager pm(ctx_.get());
+/// Runs dynb-batch on `module`. Without `verifyAfter`, the caller verifies
+/// what it needs (the instances were verified on load; verifying them all
+/// again costs more than the pass).
+static LogicalResult runBatchPass(ModuleOp module, BatchingStrategy strategy,
+                                  int64_t batchSize, bool keepInstances,
+                                  bool verifyAfter) {
+  PassManager pm(module.getContext());
+  pm.enableVerifier(verifyAfter);
   BatchInstancesOptions opts;
   opts.strategy = toString(strategy).str();
   opts.batchSize = batchSize;
+  opts.keepInstances = keepInstances;
   pm.addPass(createBatchInstances(opts));
-  if (failed(pm.run(*copy)))
+  return pm.run(module);
+}
+
+FailureOr<OwningOpRef<ModuleOp>> Session::batch(BatchingStrategy strategy,
+                                                int64_t batchSize) {
+  OwningOpRef<ModuleOp> copy = module_->clone();
+  if (failed(runBatchPass(*copy, strategy, batchSize, /*keepInstances=*/false,
+                          /*verifyAfter=*/true)))
     return failure();
   return std::move(copy);
 }
 
 FailureOr<SmallVector<ScheduleOp>>
 Session::addSchedules(BatchingStrategy strategy, int64_t batchSize) {
-  PassManager pm(ctx_.get());
-  BatchInstancesOptions opts;
-  opts.strategy = toString(strategy).str();
-  opts.batchSize = batchSize;
-  opts.keepInstances = true;
-  // The instances were verified on load; verifying all of them again after
-  // the pass costs more than the pass. The schedules are verified alone.
-  pm.enableVerifier(false);
-  pm.addPass(createBatchInstances(opts));
-  if (failed(pm.run(*module_)))
+  if (failed(runBatchPass(*module_, strategy, batchSize,
+                          /*keepInstances=*/true, /*verifyAfter=*/false)))
     return failure();
   SmallVector<ScheduleOp> schedules(module_->getOps<ScheduleOp>());
   for (ScheduleOp s : schedules)

@@ -57,6 +57,11 @@ FailureOr<const LoweredModule *> KernelCache::lookupOrCompile(func::FuncOp fn,
     ++stats_.hits;
     return it->second.get();
   }
+  return compile(fn, std::move(key), tag);
+}
+
+FailureOr<const LoweredModule *>
+KernelCache::compile(func::FuncOp fn, std::string key, StringRef tag) {
   auto start = std::chrono::steady_clock::now();
   auto lowered = lowerModuleBody(fn, tag);
   if (failed(lowered) || failed(jitCompile(**lowered)))
@@ -90,17 +95,7 @@ FailureOr<const LoweredModule *> KernelCache::getOp(Operation *batchedOp) {
     return it->second.get();
   }
   fn->setName(name);
-  auto start = std::chrono::steady_clock::now();
-  auto lowered = lowerModuleBody(*fn, name);
-  if (failed(lowered) || failed(jitCompile(**lowered)))
-    return failure();
-  stats_.jitSeconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  ++stats_.compiled;
-  LoweredModule *result = lowered->get();
-  entries_[key] = std::move(*lowered);
-  return result;
+  return compile(*fn, std::move(key), name);
 }
 
 FailureOr<std::unique_ptr<LoweredModule>>

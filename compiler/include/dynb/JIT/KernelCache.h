@@ -43,6 +43,9 @@ private:
   mlir::FailureOr<mlir::func::FuncOp> wrapOp(mlir::Operation *batchedOp);
   mlir::FailureOr<const LoweredModule *> lookupOrCompile(mlir::func::FuncOp fn,
                                                          llvm::StringRef tag);
+  /// Lowers and JIT-compiles `fn` and stores it under `key`.
+  mlir::FailureOr<const LoweredModule *>
+  compile(mlir::func::FuncOp fn, std::string key, llvm::StringRef tag);
 
   mlir::MLIRContext &ctx_;
   mlir::OwningOpRef<mlir::ModuleOp> scratch_;
