@@ -3,7 +3,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-KNOWN_WORKLOADS=(treelstm)
+KNOWN_WORKLOADS=(treelstm moe)
 
 usage() {
   cat <<USAGE
@@ -13,6 +13,7 @@ usage: bench/run.sh BUILD_DIR [WORKLOAD...] [OPTIONS...]
   Arguments from the first one starting with '-' on go to every workload.
   Workloads: ${KNOWN_WORKLOADS[*]}
   treelstm options: --quick, --out DIR, --threads N, --trees N (see bench/README.md)
+  moe options: --quick, --grid seed|lm|all, --out DIR, --threads N, --max-memory SIZE
 USAGE
 }
 
@@ -48,5 +49,6 @@ for i in "${!workloads[@]}"; do
   echo "== bench $((i + 1))/${#workloads[@]}: $name =="
   case "$name" in
     treelstm) "$PYTHON" "$HERE/treelstm.py" "$BUILD" "$@" ;;
+    moe) "$PYTHON" "$HERE/moe.py" "$BUILD" "$@" ;;
   esac
 done

@@ -38,7 +38,23 @@ FailureOr<func::FuncOp> lookupModule(Operation *op,
     return op->emitOpError() << "calls unknown module " << callee;
   return fn;
 }
+
+/// A call of an expert module would run it without saying which expert's
+/// parameters to read.
+LogicalResult rejectExpertCallee(Operation *op, func::FuncOp callee) {
+  if (dynb::expertCount(callee))
+    return op->emitOpError()
+           << "calls expert module @" << callee.getName()
+           << ", which only 'dynb.dispatch' runs (it reads one expert's "
+              "slice of stacked parameters)";
+  return success();
+}
 } // namespace
+
+int64_t dynb::expertCount(func::FuncOp fn) {
+  auto attr = fn->getAttrOfType<IntegerAttr>(kExpertsAttrName);
+  return attr ? attr.getInt() : 0;
+}
 
 ParamOp dynb::lookupParam(Operation *from, SymbolTableCollection &tables,
                           FlatSymbolRefAttr name) {
@@ -69,8 +85,9 @@ LogicalResult ParamOp::verify() {
   if (!type.hasStaticShape())
     return emitOpError("needs a static shape, got ")
            << shapeString(type.getShape());
-  if (type.getRank() < 1 || type.getRank() > 2)
-    return emitOpError("must be a vector or a matrix, got rank ")
+  if (type.getRank() < 1 || type.getRank() > 3)
+    return emitOpError("must be a vector, a matrix or a stack of matrices "
+                       "(one per expert), got rank ")
            << type.getRank();
   if (llvm::any_of(type.getShape(), [](int64_t d) { return d <= 0; }))
     return emitOpError("has an empty dimension in shape ")
@@ -128,12 +145,22 @@ LogicalResult EmbeddingOp::verifySymbolUses(SymbolTableCollection &tables) {
 }
 
 LogicalResult LinearOp::verifySymbolUses(SymbolTableCollection &tables) {
+  // Inside an expert module the parameters carry a leading expert dimension.
+  auto fn = (*this)->getParentOfType<func::FuncOp>();
+  int64_t experts = fn ? expertCount(fn) : 0;
   FailureOr<ParamOp> weight =
-      requireParam(*this, tables, getWeightAttr(), "weight", /*rank=*/2);
+      requireParam(*this, tables, getWeightAttr(), "weight", experts ? 3 : 2);
   if (failed(weight))
     return failure();
-  int64_t n = weight->getTensorType().getDimSize(0);
-  int64_t k = weight->getTensorType().getDimSize(1);
+  ArrayRef<int64_t> wShape = weight->getTensorType().getShape();
+  if (experts && wShape[0] != experts)
+    return emitOpError() << "weight " << getWeightAttr() << " "
+                         << shapeString(wShape) << " stacks " << wShape[0]
+                         << " experts, but module @" << fn.getName()
+                         << " has dynb.experts = " << experts;
+  ArrayRef<int64_t> matrix = wShape.take_back(2);
+  int64_t n = matrix[0];
+  int64_t k = matrix[1];
   RankedTensorType in = getInput().getType();
   RankedTensorType out = getResult().getType();
   if (in.getRank() < 1 || in.getShape().back() != k)
@@ -146,12 +173,18 @@ LogicalResult LinearOp::verifySymbolUses(SymbolTableCollection &tables) {
     return emitOpError() << "result must be " << shapeString(expected)
                          << ", got " << shapeString(out.getShape());
   if (auto bias = getBiasAttr()) {
-    FailureOr<ParamOp> b = requireParam(*this, tables, bias, "bias", 1);
+    FailureOr<ParamOp> b =
+        requireParam(*this, tables, bias, "bias", experts ? 2 : 1);
     if (failed(b))
       return failure();
-    if (b->getTensorType().getDimSize(0) != n)
-      return emitOpError() << "bias " << bias << " has "
-                           << b->getTensorType().getDimSize(0)
+    ArrayRef<int64_t> bShape = b->getTensorType().getShape();
+    if (experts && bShape[0] != experts)
+      return emitOpError() << "bias " << bias << " " << shapeString(bShape)
+                           << " stacks " << bShape[0]
+                           << " experts, but module @" << fn.getName()
+                           << " has dynb.experts = " << experts;
+    if (bShape.back() != n)
+      return emitOpError() << "bias " << bias << " has " << bShape.back()
                            << " elements, the weight has " << n << " rows";
   }
   return success();
@@ -263,10 +296,86 @@ static LogicalResult checkCallTypes(Operation *op, func::FuncOp callee,
 
 LogicalResult CallOp::verifySymbolUses(SymbolTableCollection &tables) {
   FailureOr<func::FuncOp> callee = lookupModule(*this, tables, getCalleeAttr());
-  if (failed(callee))
+  if (failed(callee) || failed(rejectExpertCallee(*this, *callee)))
     return failure();
   return checkCallTypes(*this, *callee, getOperands().getTypes(),
                         getResultTypes(), std::nullopt);
+}
+
+LogicalResult DispatchOp::verify() {
+  RankedTensorType in = getInput().getType(), out = getResult().getType();
+  if (in.getRank() < 1 || out.getRank() != in.getRank() ||
+      in.getShape().drop_back() != out.getShape().drop_back())
+    return emitOpError() << "input " << shapeString(in.getShape())
+                         << " and result " << shapeString(out.getShape())
+                         << " must differ in the last dimension only";
+  if (getKAttr().getInt() < 1)
+    return emitOpError() << "keeps the top " << getKAttr().getInt()
+                         << " experts; k must be at least 1";
+  return success();
+}
+
+LogicalResult DispatchOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<ParamOp> gate =
+      requireParam(*this, tables, getGateAttr(), "gate", /*rank=*/2);
+  if (failed(gate))
+    return failure();
+  ArrayRef<int64_t> gShape = gate->getTensorType().getShape();
+  int64_t experts = gShape[0], d = gShape[1];
+  RankedTensorType in = getInput().getType();
+  if (in.getShape().back() != d)
+    return emitOpError() << "input " << shapeString(in.getShape())
+                         << " does not end in " << d << ", the columns of gate "
+                         << getGateAttr() << " " << shapeString(gShape);
+  if (getKAttr().getInt() > experts)
+    return emitOpError() << "keeps the top " << getKAttr().getInt()
+                         << " experts but gate " << getGateAttr()
+                         << " scores only " << experts;
+  if (auto noise = getNoiseAttr()) {
+    FailureOr<ParamOp> n = requireParam(*this, tables, noise, "noise", 2);
+    if (failed(n))
+      return failure();
+    if (n->getTensorType().getShape() != gShape)
+      return emitOpError() << "noise " << noise << " is "
+                           << shapeString(n->getTensorType().getShape())
+                           << " but gate " << getGateAttr() << " is "
+                           << shapeString(gShape);
+  }
+  FailureOr<func::FuncOp> fn = lookupModule(*this, tables, getExpertsAttr());
+  if (failed(fn))
+    return failure();
+  int64_t marked = expertCount(*fn);
+  if (marked == 0)
+    return emitOpError() << "module @" << fn->getName()
+                         << " is not an expert module: mark it with '"
+                         << kExpertsAttrName << " = " << experts << " : i64'";
+  if (marked != experts)
+    return emitOpError() << "module @" << fn->getName() << " has "
+                         << kExpertsAttrName << " = " << marked << " but gate "
+                         << getGateAttr() << " scores " << experts
+                         << " experts";
+  FunctionType type = fn->getFunctionType();
+  auto isVector = [](Type t) {
+    auto r = dyn_cast<RankedTensorType>(t);
+    return r && r.getRank() == 1;
+  };
+  if (type.getNumInputs() != 1 || type.getNumResults() != 1 ||
+      !isVector(type.getInput(0)) || !isVector(type.getResult(0)))
+    return emitOpError() << "expert module @" << fn->getName()
+                         << " must take one vector and return one vector";
+  int64_t argWidth = asTensor(type.getInput(0)).getDimSize(0);
+  int64_t resultWidth = asTensor(type.getResult(0)).getDimSize(0);
+  if (argWidth != d)
+    return emitOpError() << "expert module @" << fn->getName() << " takes ["
+                         << argWidth << "] but the input rows are [" << d
+                         << "]";
+  if (getResult().getType().getShape().back() != resultWidth)
+    return emitOpError() << "result "
+                         << shapeString(getResult().getType().getShape())
+                         << " does not end in " << resultWidth
+                         << ", the width expert module @" << fn->getName()
+                         << " returns";
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -275,7 +384,7 @@ LogicalResult CallOp::verifySymbolUses(SymbolTableCollection &tables) {
 
 LogicalResult BatchedCallOp::verifySymbolUses(SymbolTableCollection &tables) {
   FailureOr<func::FuncOp> callee = lookupModule(*this, tables, getCalleeAttr());
-  if (failed(callee))
+  if (failed(callee) || failed(rejectExpertCallee(*this, *callee)))
     return failure();
   if (getOperands().empty() && getResults().empty())
     return emitOpError("needs an operand or a result to carry the batch");

@@ -1,6 +1,7 @@
 //===- Executor.cpp - Runs a Plan over an arena with a thread pool --------===//
 #include "dynb/Runtime/Executor.h"
 
+#include "DispatchRunner.h"
 #include "PlanValidation.h"
 #include "StepRunners.h"
 #include "dynb/Runtime/Arena.h"
@@ -41,6 +42,7 @@ struct Executor::Impl {
   ThreadPool pool;
   Arena arena;
   GemmCache gemm;
+  DispatchRunner dispatch;
   // Kept across runs so that resolving a plan of a familiar size allocates
   // nothing.
   std::vector<float *> bases;
@@ -143,12 +145,27 @@ Status Executor::Impl::run(const Plan &plan) {
       runKernel(step.kernel, resolved, pool, opts.kernelParallelMinElements);
       ++stats.kernelCalls;
       break;
+    case Step::Kind::Dispatch: {
+      Status status =
+          dispatch.run(step.dispatch, resolved, gemm, pool,
+                       {opts.kernelParallelMinElements,
+                        opts.gatherParallelMinBytes, opts.smallGemmMaxMacs},
+                       stats);
+      stats.gemmPrimitivesCreated = gemm.primitivesCreated();
+      if (status)
+        return Status::error(
+            fmt::format("step {} (dispatch): {}", s, status.message()));
+      ++stats.dispatchCalls;
+      break;
+    }
     }
     if (opts.profile) {
       double seconds =
           std::chrono::duration<double>(Clock::now() - start).count();
       if (step.kind == Step::Kind::Gather) {
         stats.gatherSeconds += seconds;
+      } else if (step.kind == Step::Kind::Dispatch) {
+        stats.dispatchSeconds += seconds;
       } else if (step.kind == Step::Kind::Gemm) {
         stats.gemmSeconds += seconds;
         stats.gemmFlops += 2 * uint64_t(step.gemm.a.rows) *

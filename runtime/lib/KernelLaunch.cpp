@@ -49,6 +49,13 @@ void callOnRows(const KernelStep &step, const ResolvedBuffers &resolved,
 
 } // namespace
 
+void dynb::rt::runKernelRows(const KernelStep &step,
+                             const ResolvedBuffers &resolved, int64_t begin,
+                             int64_t end) {
+  if (end > begin)
+    callOnRows(step, resolved, begin, end);
+}
+
 void dynb::rt::runKernel(const KernelStep &step,
                          const ResolvedBuffers &resolved, ThreadPool &pool,
                          int64_t parallelMinElements) {

@@ -24,23 +24,22 @@ uint64_t fnv1a64(std::string_view text) {
 
 /// splitmix64: a tiny generator whose output is fully specified, unlike the
 /// distributions of <random>, whose results vary between standard libraries.
-class SplitMix64 {
-public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [0, 1) with the 24 bits a float mantissa holds.
-  float nextUnit() {
-    return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f);
-  }
+/// Its state after i steps is seed + i * gamma, so element i of a tensor is
+/// computed on its own and initialisation splits across threads with the
+/// same values as a sequential run.
+constexpr uint64_t kSplitMixGamma = 0x9e3779b97f4a7c15ull;
 
-private:
-  uint64_t state_;
-};
+uint64_t splitMix64(uint64_t state) {
+  uint64_t z = state;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/// Uniform in [0, 1) with the 24 bits a float mantissa holds.
+float unitFloat(uint64_t bits) {
+  return static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);
+}
 
 } // namespace
 
@@ -84,10 +83,18 @@ void ParameterStore::addSeeded(std::string name, std::vector<int64_t> shape,
   tensor.shape = std::move(shape);
   int64_t fanIn = tensor.shape.empty() ? 1 : tensor.shape.back();
   float bound = fanIn > 0 ? 1.0f / std::sqrt(static_cast<float>(fanIn)) : 0.0f;
-  SplitMix64 generator(seed ^ fnv1a64(name));
+  uint64_t start = seed ^ fnv1a64(name);
   tensor.data.resize(static_cast<size_t>(tensor.numElements()));
-  for (float &value : tensor.data)
-    value = (2.0f * generator.nextUnit() - 1.0f) * bound;
+  float *data = tensor.data.data();
+  int64_t count = tensor.numElements();
+  // Stacked expert weights reach gigabytes: every thread fills a share.
+#pragma omp parallel for schedule(static) if (count > (int64_t(1) << 20))
+  for (int64_t i = 0; i < count; ++i)
+    data[i] =
+        (2.0f *
+             unitFloat(splitMix64(start + uint64_t(i + 1) * kSplitMixGamma)) -
+         1.0f) *
+        bound;
   tensors_.insert_or_assign(std::move(name), std::move(tensor));
 }
 

@@ -66,10 +66,37 @@ struct Lifetimes {
         for (const Region &arg : step.kernel.args)
           touch(arg.buffer, time);
         break;
+      case Step::Kind::Dispatch:
+        touchDispatch(step.dispatch, time);
+        break;
       }
     }
     for (const Region &output : plan.outputs)
       touch(output.buffer, static_cast<int64_t>(plan.steps.size()));
+  }
+
+  /// Every buffer of a dispatch step lives for the whole step: its scratch
+  /// buffers must not share memory with each other or with its operands.
+  void touchDispatch(const DispatchStep &d, int64_t time) {
+    for (BufferId id : {d.x.buffer, d.out.buffer, d.gateWeight, d.logits,
+                        d.routedIn.buffer, d.routedOut.buffer})
+      touch(id, time);
+    if (d.hasNoise) {
+      touch(d.noiseWeight, time);
+      touch(d.noiseLogits, time);
+    }
+    for (const Step &inner : d.body) {
+      if (inner.kind == Step::Kind::Gemm) {
+        touch(inner.gemm.a.buffer, time);
+        touch(inner.gemm.c.buffer, time);
+        touch(inner.gemm.weight, time);
+        if (inner.gemm.hasBias)
+          touch(inner.gemm.bias, time);
+      } else if (inner.kind == Step::Kind::Kernel) {
+        for (const Region &arg : inner.kernel.args)
+          touch(arg.buffer, time);
+      }
+    }
   }
 
   void touch(BufferId buffer, int64_t time) {

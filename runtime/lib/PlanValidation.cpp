@@ -21,6 +21,8 @@ const char *kindName(Step::Kind kind) {
     return "gemm";
   case Step::Kind::Kernel:
     return "kernel";
+  case Step::Kind::Dispatch:
+    return "dispatch";
   }
   return "unknown";
 }
@@ -54,6 +56,9 @@ public:
         break;
       case Step::Kind::Kernel:
         status = checkKernel(step.kernel);
+        break;
+      case Step::Kind::Dispatch:
+        status = checkDispatch(step.dispatch);
         break;
       }
       if (status)
@@ -200,6 +205,107 @@ private:
         return fail(fmt::format("arg {} has {} rows, the step {}", i,
                                 kernel.args[i].rows, kernel.rows));
     }
+    return Status::ok();
+  }
+
+  /// A region of rows [0, rows) and cols columns of an arena buffer.
+  Status checkScratch(const Region &region, int64_t rows, int64_t cols,
+                      const char *role) const {
+    if (Status status = checkRegion(region, role))
+      return status;
+    if (Status status = checkWritable(region.buffer, role))
+      return status;
+    if (region.rows != rows || region.cols != cols)
+      return fail(fmt::format("{} is [{} x {}], not [{} x {}]", role,
+                              region.rows, region.cols, rows, cols));
+    return Status::ok();
+  }
+
+  Status checkDispatch(const DispatchStep &d) const {
+    if (d.experts < 1 || d.topK < 1 || d.topK > d.experts)
+      return fail(fmt::format("top {} of {} experts", d.topK, d.experts));
+    if (Status status = checkRegion(d.x, "x"))
+      return status;
+    const int64_t tokens = d.x.rows, routed = tokens * d.topK;
+    if (Status status = checkScratch(d.out, tokens, d.out.cols, "out"))
+      return status;
+    auto checkGateWeight = [&](BufferId id, const char *role) {
+      if (Status status = checkBufferId(id, role))
+        return status;
+      const BufferDesc &w = plan_.buffers[id];
+      if (w.rows != d.experts || w.cols != d.x.cols)
+        return fail(fmt::format("{} weight buffer {} is [{} x {}], not "
+                                "[{} x {}]",
+                                role, id, w.rows, w.cols, d.experts, d.x.cols));
+      return Status::ok();
+    };
+    if (Status status = checkGateWeight(d.gateWeight, "gate"))
+      return status;
+    if (d.hasNoise)
+      if (Status status = checkGateWeight(d.noiseWeight, "noise"))
+        return status;
+    Region logits{d.logits, 0, tokens, 0, d.experts};
+    if (Status status = checkScratch(logits, tokens, d.experts, "logits"))
+      return status;
+    if (d.hasNoise) {
+      Region noise{d.noiseLogits, 0, tokens, 0, d.experts};
+      if (Status status = checkScratch(noise, tokens, d.experts, "noise"))
+        return status;
+    }
+    if (Status status = checkScratch(d.routedIn, routed, d.x.cols, "routedIn"))
+      return status;
+    if (Status status =
+            checkScratch(d.routedOut, routed, d.out.cols, "routedOut"))
+      return status;
+    for (size_t i = 0; i < d.body.size(); ++i) {
+      const Step &inner = d.body[i];
+      Status status;
+      if (inner.kind == Step::Kind::Kernel) {
+        status = checkKernel(inner.kernel);
+        if (!status && inner.kernel.rows != routed)
+          status = fail(fmt::format("kernel on {} rows, not the {} routed",
+                                    inner.kernel.rows, routed));
+      } else if (inner.kind == Step::Kind::Gemm) {
+        status = checkExpertGemm(inner.gemm, d.experts, routed);
+      } else {
+        status = fail("only GEMM and kernel steps run inside a dispatch");
+      }
+      if (status)
+        return Status::error(
+            fmt::format("{} (body step {})", status.message(), i));
+    }
+    return Status::ok();
+  }
+
+  /// A GEMM of the expert body: per-expert slices of stacked parameters.
+  Status checkExpertGemm(const GemmStep &gemm, int64_t experts,
+                         int64_t routed) const {
+    if (Status status = checkScratch(gemm.c, routed, gemm.c.cols, "c"))
+      return status;
+    if (Status status = checkRegion(gemm.a, "a"))
+      return status;
+    if (gemm.a.rows != routed)
+      return fail(
+          fmt::format("a has {} rows, not the {} routed", gemm.a.rows, routed));
+    if (Status status = checkBufferId(gemm.weight, "weight"))
+      return status;
+    const BufferDesc &w = plan_.buffers[gemm.weight];
+    if (w.rows != experts * gemm.c.cols || w.cols != gemm.a.cols)
+      return fail(fmt::format("weight buffer {} is [{} x {}], not {} experts "
+                              "of [{} x {}]",
+                              gemm.weight, w.rows, w.cols, experts, gemm.c.cols,
+                              gemm.a.cols));
+    if (gemm.hasBias) {
+      if (Status status = checkBufferId(gemm.bias, "bias"))
+        return status;
+      const BufferDesc &b = plan_.buffers[gemm.bias];
+      if (b.rows * b.cols != experts * gemm.c.cols)
+        return fail(fmt::format("bias buffer {} has {} elements, not {}",
+                                gemm.bias, b.rows * b.cols,
+                                experts * gemm.c.cols));
+    }
+    if (gemm.a.buffer == gemm.c.buffer && overlaps(gemm.a, gemm.c))
+      return fail("a and c overlap");
     return Status::ok();
   }
 

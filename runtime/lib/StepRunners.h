@@ -26,6 +26,11 @@ struct ResolvedBuffers {
 void runGather(const GatherStep &step, const ResolvedBuffers &resolved,
                ThreadPool &pool, int64_t parallelMinBytes);
 
+/// Calls the kernel on rows [begin, end) of its argument regions, on the
+/// calling thread.
+void runKernelRows(const KernelStep &step, const ResolvedBuffers &resolved,
+                   int64_t begin, int64_t end);
+
 /// Calls the kernel once, or once per contiguous row chunk when
 /// rows x (summed argument widths) exceeds parallelMinElements.
 void runKernel(const KernelStep &step, const ResolvedBuffers &resolved,

@@ -53,6 +53,9 @@ std::string SignatureTable::describe(SignatureId id) const {
     os << ' ' << emb.getTableAttr();
   else if (auto lin = dyn_cast<LinearOp>(op))
     os << ' ' << lin.getWeightAttr();
+  else if (auto dispatch = dyn_cast<DispatchOp>(op))
+    os << ' ' << dispatch.getExpertsAttr() << " top "
+       << dispatch.getKAttr().getInt();
   os << " (";
   llvm::interleaveComma(op->getOperandTypes(), os);
   os << ") -> (";

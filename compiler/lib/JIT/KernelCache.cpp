@@ -102,6 +102,30 @@ FailureOr<std::unique_ptr<LoweredModule>>
 KernelCache::lowerOnly(Operation *op) {
   if (auto fn = dyn_cast<func::FuncOp>(op))
     return lowerModuleBody(fn, fn.getName());
+  if (auto dispatch = dyn_cast<DispatchOp>(op)) {
+    // The runtime's part (gate, routing, combine) has no kernels: show the
+    // expert module's steps under a line that says how they are run.
+    auto experts = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        op, dispatch.getExpertsAttr());
+    auto lowered = lowerModuleBody(experts, experts.getName());
+    if (failed(lowered))
+      return failure();
+    std::string header;
+    llvm::raw_string_ostream os(header);
+    os << "// dispatch: gate @" << dispatch.getGate();
+    if (auto noise = dispatch.getNoise())
+      os << " + noise @" << *noise;
+    os << ", top " << dispatch.getKAttr().getInt() << " of "
+       << expertCount(experts)
+       << " experts; rows grouped by expert (counting sort), expert module "
+          "@"
+       << experts.getName()
+       << " run per used expert on its rows (GEMMs read expert e's slice of "
+          "stacked weights, kernels run once over every routed row), "
+          "gate-weighted sum back in row order\n";
+    (*lowered)->header = os.str();
+    return lowered;
+  }
   FailureOr<func::FuncOp> fn = wrapOp(op);
   if (failed(fn))
     return failure();

@@ -37,6 +37,7 @@ static void printSlot(llvm::raw_ostream &os, const SlotRef &s) {
 }
 
 void LoweredModule::printSteps(llvm::raw_ostream &os) const {
+  os << header;
   os << "// module @" << name << ": " << steps.size() << " steps, "
      << localCols.size() << " local buffers [N x cols] (";
   llvm::interleaveComma(localCols, os);
@@ -47,9 +48,10 @@ void LoweredModule::printSteps(llvm::raw_ostream &os) const {
       printSlot(os, s.c);
       os << " = gemm(";
       printSlot(os, s.a);
-      os << ", @" << s.weight << "^T";
+      StringRef slice = s.perExpert ? "[e]" : "";
+      os << ", @" << s.weight << slice << "^T";
       if (!s.bias.empty())
-        os << ") + @" << s.bias;
+        os << ") + @" << s.bias << slice;
       else
         os << ")";
       os << "   (oneDNN)\n";
@@ -338,6 +340,7 @@ LogicalResult BodyLowering::run() {
       step.kind = LoweredStep::Kind::Gemm;
       step.a = *in;
       step.weight = linear.getWeight().str();
+      step.perExpert = expertCount(fn) > 0;
       if (auto bias = linear.getBias())
         step.bias = bias->str();
       step.c = newLocal(widthOf(linear.getResult()));

@@ -37,6 +37,7 @@ private:
   }
   void emitGather(GatherOp op);
   void emitModule(const LoweredModule &m, Operation *launch);
+  void emitDispatch(DispatchOp op, const LoweredModule &experts);
   /// A copy of `r` into a fresh buffer whose columns start at 0.
   rt::Region compact(const rt::Region &r);
 
@@ -66,9 +67,11 @@ rt::BufferId PlanEmitter::paramBuffer(StringRef name) {
   auto module = schedule->getParentOfType<ModuleOp>();
   auto param = module.lookupSymbol<ParamOp>(name);
   assert(param && "the verifier checked every parameter reference");
+  // A matrix as itself, a vector as one row, a stack of per-expert
+  // matrices as their rows one after another.
   ArrayRef<int64_t> shape = param.getTensorType().getShape();
-  int64_t rows = shape.size() == 2 ? shape[0] : 1;
   int64_t cols = shape.back();
+  int64_t rows = param.getTensorType().getNumElements() / cols;
   rt::BufferId id = plan.addParameterBuffer(name.str(), rows, cols);
   params[name] = id;
   return id;
@@ -203,6 +206,61 @@ void PlanEmitter::emitModule(const LoweredModule &m, Operation *launch) {
     regions[launch->getResult(i)] = resolve(r);
 }
 
+void PlanEmitter::emitDispatch(DispatchOp op, const LoweredModule &experts) {
+  int64_t tokens = op.getInput().getType().getDimSize(0);
+  int64_t k = op.getKAttr().getInt();
+  int64_t routed = tokens * k;
+  rt::Step step;
+  step.kind = rt::Step::Kind::Dispatch;
+  rt::DispatchStep &d = step.dispatch;
+  d.x = regions.lookup(op.getInput());
+  d.gateWeight = paramBuffer(op.getGate());
+  d.experts = plan.buffers[d.gateWeight].rows;
+  d.topK = k;
+  d.logits = plan.addArenaBuffer(tokens, d.experts);
+  if (auto noise = op.getNoise()) {
+    d.hasNoise = true;
+    d.noiseWeight = paramBuffer(*noise);
+    d.noiseSeed = op.getNoiseSeed();
+    d.noiseLogits = plan.addArenaBuffer(tokens, d.experts);
+  }
+  // The expert module's buffers hold every routed row; the runtime runs its
+  // GEMMs on each expert's window of them.
+  d.routedIn = newValue(routed, experts.argCols.front());
+  SmallVector<rt::BufferId> locals;
+  for (int64_t cols : experts.localCols)
+    locals.push_back(plan.addArenaBuffer(routed, cols));
+  auto resolve = [&](const SlotRef &s) {
+    rt::BufferId buffer =
+        s.kind == SlotRef::Kind::Arg ? d.routedIn.buffer : locals[s.index];
+    return rt::Region{buffer, 0, routed, s.col, s.cols};
+  };
+  for (const LoweredStep &s : experts.steps) {
+    rt::Step inner;
+    if (s.kind == LoweredStep::Kind::Gemm) {
+      inner.kind = rt::Step::Kind::Gemm;
+      inner.gemm.a = resolve(s.a);
+      inner.gemm.c = resolve(s.c);
+      inner.gemm.weight = paramBuffer(s.weight);
+      inner.gemm.hasBias = !s.bias.empty();
+      if (inner.gemm.hasBias)
+        inner.gemm.bias = paramBuffer(s.bias);
+    } else {
+      inner.kind = rt::Step::Kind::Kernel;
+      inner.kernel.fn = experts.kernelFns[s.kernel];
+      inner.kernel.name = experts.kernelNames[s.kernel];
+      inner.kernel.rows = routed;
+      for (const SlotRef &a : s.args)
+        inner.kernel.args.push_back(resolve(a));
+    }
+    d.body.push_back(std::move(inner));
+  }
+  d.routedOut = resolve(experts.results.front());
+  d.out = newValue(tokens, rowWidth(op.getResult().getType()));
+  regions[op.getResult()] = d.out;
+  plan.steps.push_back(std::move(step));
+}
+
 FailureOr<rt::Plan> PlanEmitter::run() {
   for (Operation &op : schedule.getBody().front()) {
     if (auto lookup = dyn_cast<LookupOp>(op)) {
@@ -223,6 +281,15 @@ FailureOr<rt::Plan> PlanEmitter::run() {
     } else if (auto yield = dyn_cast<YieldOp>(op)) {
       for (Value v : yield.getValues())
         plan.outputs.push_back(regions.lookup(v));
+    } else if (auto dispatch = dyn_cast<DispatchOp>(op)) {
+      auto experts =
+          schedule->getParentOfType<ModuleOp>().lookupSymbol<func::FuncOp>(
+              dispatch.getExperts());
+      FailureOr<const LoweredModule *> m = cache.getModule(experts);
+      if (failed(m))
+        return failure();
+      emitDispatch(dispatch, **m);
+      ++stats.launches;
     } else if (auto call = dyn_cast<BatchedCallOp>(op)) {
       auto callee =
           schedule->getParentOfType<ModuleOp>().lookupSymbol<func::FuncOp>(

@@ -1,9 +1,13 @@
 //===- ReferenceInterpreter.cpp - One instance at a time, plain loops -----===//
 #include "dynb/Reference/ReferenceInterpreter.h"
 
+#include "dynb/Runtime/Routing.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 using namespace mlir;
 using namespace dynb;
@@ -65,14 +69,25 @@ ReferenceInterpreter::evalBlock(Block &block,
           return failure();
         bias = *bt;
       }
-      int64_t n = (*w)->shape[0], k = (*w)->shape[1];
+      // Stacked per-expert parameters: the running expert's slice.
+      const std::vector<int64_t> &shape = (*w)->shape;
+      int64_t n = shape[shape.size() - 2], k = shape.back();
+      bool stacked = shape.size() == 3;
+      if (stacked && (expert_ < 0 || expert_ >= shape[0]))
+        return op->emitOpError()
+               << "reads stacked parameter '" << lin.getWeight()
+               << "' outside a dispatch to one of its " << shape[0]
+               << " experts";
+      const float *wBase = (*w)->data.data() + (stacked ? expert_ * n * k : 0);
+      const float *bBase =
+          bias ? bias->data.data() + (stacked ? expert_ * n : 0) : nullptr;
       const std::vector<float> &x = in(0);
       int64_t rows = x.size() / k;
       std::vector<float> y(rows * n);
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t i = 0; i < n; ++i) {
-          double acc = bias ? bias->data[i] : 0.0;
-          const float *wr = (*w)->data.data() + i * k;
+          double acc = bBase ? bBase[i] : 0.0;
+          const float *wr = wBase + i * k;
           for (int64_t j = 0; j < k; ++j)
             acc += double(wr[j]) * double(x[r * k + j]);
           y[r * n + i] = static_cast<float>(acc);
@@ -123,6 +138,9 @@ ReferenceInterpreter::evalBlock(Block &block,
         return failure();
       for (auto [r, v] : llvm::zip(call.getResults(), outs))
         env[r] = std::move(v);
+    } else if (auto dispatch = dyn_cast<DispatchOp>(op)) {
+      if (failed(evalDispatch(dispatch, env)))
+        return failure();
     } else if (isa<OutputOp, func::ReturnOp>(op)) {
       for (Value v : op->getOperands())
         results.push_back(env[v]);
@@ -131,6 +149,80 @@ ReferenceInterpreter::evalBlock(Block &block,
                                   "interpreter";
     }
   }
+  return success();
+}
+
+LogicalResult
+ReferenceInterpreter::evalDispatch(DispatchOp op,
+                                   DenseMap<Value, std::vector<float>> &env) {
+  FailureOr<const rt::ParamTensor *> gate = param(op, op.getGate());
+  if (failed(gate))
+    return failure();
+  const rt::ParamTensor *noise = nullptr;
+  if (auto name = op.getNoise()) {
+    FailureOr<const rt::ParamTensor *> t = param(op, *name);
+    if (failed(t))
+      return failure();
+    noise = *t;
+  }
+  auto experts = model.lookupSymbol<func::FuncOp>(op.getExperts());
+  if (!experts || experts.getBody().empty())
+    return op->emitOpError() << "dispatches to a module without a body";
+  int64_t numExperts = (*gate)->shape[0], d = (*gate)->shape[1];
+  int64_t k = op.getKAttr().getInt();
+  int64_t outW = lastDim(op.getResult());
+  const std::vector<float> &x = env[op.getInput()];
+  int64_t rows = x.size() / d;
+  std::vector<float> y(rows * outW);
+  std::vector<double> logits(numExperts);
+  std::vector<int64_t> order(numExperts);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x.data() + r * d;
+    auto dot = [&](const rt::ParamTensor *w, int64_t e) {
+      double acc = 0;
+      for (int64_t j = 0; j < d; ++j)
+        acc += double(w->data[e * d + j]) * double(xr[j]);
+      return acc;
+    };
+    uint64_t noiseKey =
+        noise ? rt::gatingNoiseKey(op.getNoiseSeed(), xr, d) : 0;
+    for (int64_t e = 0; e < numExperts; ++e) {
+      logits[e] = dot(*gate, e);
+      if (noise) {
+        double v = dot(noise, e);
+        double scale =
+            v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
+        logits[e] += double(rt::gatingNoise(noiseKey, e)) * scale;
+      }
+    }
+    // KeepTopK: the k largest, ties to the lower expert.
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](int64_t a, int64_t b) {
+                        return logits[a] > logits[b] ||
+                               (logits[a] == logits[b] && a < b);
+                      });
+    double sum = 0;
+    std::vector<double> weight(k);
+    for (int64_t j = 0; j < k; ++j)
+      sum += weight[j] = std::exp(logits[order[j]] - logits[order[0]]);
+    std::vector<double> acc(outW, 0.0);
+    for (int64_t j = 0; j < k; ++j) {
+      DenseMap<Value, std::vector<float>> inner;
+      inner[experts.getArgument(0)] = std::vector<float>(xr, xr + d);
+      std::vector<std::vector<float>> outs;
+      expert_ = order[j];
+      LogicalResult ok = evalBlock(experts.getBody().front(), inner, outs);
+      expert_ = -1;
+      if (failed(ok))
+        return failure();
+      for (int64_t i = 0; i < outW; ++i)
+        acc[i] += weight[j] / sum * double(outs.front()[i]);
+    }
+    for (int64_t i = 0; i < outW; ++i)
+      y[r * outW + i] = static_cast<float>(acc[i]);
+  }
+  env[op.getResult()] = std::move(y);
   return success();
 }
 

@@ -11,6 +11,7 @@
 #define DYNB_DRIVER_SESSION_H
 
 #include "dynb/Batching/Scheduler.h"
+#include "dynb/Driver/Outputs.h"
 #include "dynb/JIT/KernelCache.h"
 #include "dynb/Lowering/PlanBuilder.h"
 #include "dynb/Runtime/ParameterStore.h"
@@ -47,12 +48,6 @@ struct StepProfile {
   uint64_t gemmFlops = 0;
 };
 
-/// Outputs stacked one row per instance: [instances x width] per output.
-struct StackedOutputs {
-  std::vector<int64_t> widths;
-  std::vector<std::vector<float>> values;
-};
-
 struct RunResult {
   BatchingStrategy strategy;
   uint64_t instances = 0, nodes = 0, batches = 0;
@@ -65,6 +60,9 @@ struct RunResult {
   std::vector<double> passSeconds; // each timed pass over every batch
   int64_t arenaBytes = 0;          // the arena after the run
   StepProfile profile;             // with RunOptions::profile
+  /// Dispatch steps (mixture of experts) over the timed passes: their
+  /// GEMMs' flops and the parameter bytes those GEMMs read.
+  uint64_t dispatchGemmFlops = 0, dispatchParamBytes = 0;
   /// Resident memory after each batch of the warm-up pass: flat once the
   /// arena has grown to the largest batch.
   std::vector<int64_t> residentAfterBatch;
@@ -72,16 +70,6 @@ struct RunResult {
 
   double medianPassSeconds() const;
 };
-
-struct Comparison {
-  double maxAbsError = 0, maxRelError = 0;
-  int64_t worstInstance = -1;
-  bool withinTolerance = true;
-};
-
-/// |got - ref| <= atol + rtol * |ref| everywhere.
-Comparison compareOutputs(const StackedOutputs &ref, const StackedOutputs &got,
-                          double atol, double rtol);
 
 /// What a session refuses before allocating: defaults fit a 24 GiB machine.
 struct SessionLimits {

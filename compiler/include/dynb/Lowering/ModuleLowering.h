@@ -43,6 +43,9 @@ struct LoweredStep {
   // Gemm: c = a * weight^T (+ bias).
   SlotRef a, c;
   std::string weight, bias;
+  /// In an expert module: weight and bias are stacked per expert and the
+  /// GEMM reads the running expert's slice.
+  bool perExpert = false;
   // Kernel: kernels[kernel] called on args (inputs, then outputs).
   unsigned kernel = 0;
   llvm::SmallVector<SlotRef, 8> args;
@@ -56,6 +59,8 @@ struct LoweredStep {
 /// The batch-size-independent form of a module.
 struct LoweredModule {
   std::string name;
+  /// Comment lines printSteps() puts first (how a dispatch runs the module).
+  std::string header;
   llvm::SmallVector<int64_t, 4> argCols;
   llvm::SmallVector<int64_t, 8> localCols;
   llvm::SmallVector<LoweredStep, 8> steps;

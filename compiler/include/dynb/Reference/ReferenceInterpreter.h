@@ -13,7 +13,8 @@ namespace dynb {
 
 /// Runs each instance alone with plain loops (double accumulation in
 /// matrix-vector products), sharing nothing with the batched path but the
-/// IR and the parameters. Every strategy is checked against it.
+/// IR and the parameters (and, for noisy gating, the definition of the noise
+/// draw, rt::gatingNoise). Every strategy is checked against it.
 class ReferenceInterpreter {
 public:
   ReferenceInterpreter(mlir::ModuleOp model, const rt::ParameterStore &params);
@@ -28,9 +29,17 @@ private:
   evalBlock(mlir::Block &block,
             llvm::DenseMap<mlir::Value, std::vector<float>> &env,
             std::vector<std::vector<float>> &results);
+  /// Gate, top k, softmax and the chosen experts, one row at a time, in
+  /// double precision.
+  mlir::LogicalResult
+  evalDispatch(DispatchOp op,
+               llvm::DenseMap<mlir::Value, std::vector<float>> &env);
 
   mlir::ModuleOp model;
   const rt::ParameterStore &params;
+  /// The expert whose slice of stacked parameters linear ops read while a
+  /// dispatch runs its expert module; -1 elsewhere.
+  int64_t expert_ = -1;
 };
 
 } // namespace dynb

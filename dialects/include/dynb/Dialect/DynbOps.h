@@ -19,6 +19,12 @@ namespace dynb {
 /// Looks up the parameter `name` from `from` (any op below the module).
 ParamOp lookupParam(mlir::Operation *from, mlir::SymbolTableCollection &tables,
                     mlir::FlatSymbolRefAttr name);
+
+/// The attribute that marks a module as the experts of `dynb.dispatch`: the
+/// number of experts its stacked parameters hold.
+inline constexpr llvm::StringLiteral kExpertsAttrName = "dynb.experts";
+/// The expert count of an expert module, 0 for any other module.
+int64_t expertCount(mlir::func::FuncOp fn);
 } // namespace dynb
 
 #endif // DYNB_DIALECT_DYNBOPS_H

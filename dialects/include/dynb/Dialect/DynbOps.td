@@ -21,7 +21,9 @@ def Dynb_ParamOp : Dynb_Op<"param", [Symbol]> {
     Declares a parameter; its values come from a safetensors file (by this
     name) or from a seed. Parameters are static-shaped f32 tensors of rank 1
     or 2; matrices are row-major and applied as `W x` (PyTorch's
-    `nn.Linear.weight` layout).
+    `nn.Linear.weight` layout). Rank 3 holds one matrix per expert
+    (`[experts, rows, cols]`), read only by the linear ops of an expert
+    module (see `dynb.dispatch`).
 
     ```mlir
     dynb.param @W_iou : tensor<48x16xf32>
@@ -90,7 +92,10 @@ def Dynb_LinearOp : Dynb_Op<"linear",
   let summary = "y = W x + b over the last dimension";
   let description = [{
     `weight` is a [N x K] parameter, `bias` an optional [N] one; the input's
-    last dimension is K and the result's is N.
+    last dimension is K and the result's is N. Inside an expert module (a
+    `func.func` with `dynb.experts = E`) the parameters are stacked per
+    expert, `weight` [E x N x K] and `bias` [E x N], and the expert that
+    `dynb.dispatch` runs reads its own slice.
 
     ```mlir
     %y = dynb.linear %x weight @W bias @b : tensor<16xf32> -> tensor<48xf32>
@@ -172,6 +177,48 @@ def Dynb_CallOp : Dynb_Op<"call",
   let assemblyFormat = [{
     $callee `(` $operands `)` attr-dict `:` functional-type($operands, results)
   }];
+}
+
+def Dynb_DispatchOp : Dynb_Op<"dispatch",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "sparsely gated mixture of experts: a value-dependent choice "
+                "among experts";
+  let description = [{
+    Scores `E` experts with the gate, `H(x) = W_gate x` (plus, with `noise`,
+    `N(0,1) * softplus(W_noise x)`), keeps the `k` best (ties: the lower
+    expert index first), and returns `sum_j softmax(kept)_j * expert_j(x)`.
+    The experts are one module, `experts`, a `func.func` marked
+    `dynb.experts = E` whose linear ops read parameters stacked per expert;
+    expert `e` runs the body on slice `e` of each.
+
+    Which experts run is decided by a value, so the batching pass batches
+    the dispatch itself (same gate, experts, `k` and types) and the runtime
+    batches what is inside it: it groups the rows by chosen expert (a
+    counting sort), runs the module once per used expert on its rows, and
+    sums the gate-weighted results back in row order. Like every
+    per-instance op it applies to a leading batch dimension unchanged.
+
+    The noise draw is a fixed function of `noise_seed`, the input row's
+    bits and the expert, so it is the same under every strategy and in the
+    reference interpreter (see docs/moe.md).
+
+    ```mlir
+    dynb.param @W_gate : tensor<8x16xf32>
+    dynb.param @W1 : tensor<8x32x16xf32>
+    func.func @ffn(%x: tensor<16xf32>) -> tensor<16xf32> attributes {dynb.experts = 8 : i64} { ... }
+    %y = dynb.dispatch %x gate @W_gate experts @ffn top 2 : tensor<16xf32> -> tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins Dynb_Tensor:$input, FlatSymbolRefAttr:$gate,
+                   OptionalAttr<FlatSymbolRefAttr>:$noise,
+                   FlatSymbolRefAttr:$experts, I64Attr:$k,
+                   DefaultValuedAttr<I64Attr, "0">:$noise_seed);
+  let results = (outs Dynb_Tensor:$result);
+  let assemblyFormat = [{
+    $input `gate` $gate (`noise` $noise^)? `experts` $experts `top` $k attr-dict
+    `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

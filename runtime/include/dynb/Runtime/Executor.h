@@ -35,9 +35,16 @@ struct ExecutorStats {
   uint64_t kernelCalls = 0;
   uint64_t gatherRowsCopied = 0;
   uint64_t gemmPrimitivesCreated = 0;
+  uint64_t dispatchCalls = 0;
+  /// The GEMMs of dispatch steps (gate and experts): their flops, and the
+  /// parameter bytes (weights and biases) they read, counted every run.
+  uint64_t dispatchGemmFlops = 0;
+  uint64_t dispatchParamBytes = 0;
   /// Wall time by step kind, accumulated over runs when
-  /// ExecutorOptions::profile is set (else zero).
-  double gatherSeconds = 0, gemmSeconds = 0, kernelSeconds = 0;
+  /// ExecutorOptions::profile is set (else zero). A dispatch step's time
+  /// (its GEMMs included) counts as dispatch.
+  double gatherSeconds = 0, gemmSeconds = 0, kernelSeconds = 0,
+         dispatchSeconds = 0;
   uint64_t gemmFlops = 0;
   int64_t arenaCapacityBytes = 0;
 };

@@ -16,7 +16,8 @@
 
 namespace dynb::rt {
 
-constexpr uint32_t kPlanFormatVersion = 1;
+/// 2: dispatch steps (mixture of experts).
+constexpr uint32_t kPlanFormatVersion = 2;
 
 using BufferId = uint32_t;
 
@@ -89,12 +90,47 @@ struct KernelStep {
   std::vector<Region> args;
 };
 
+struct Step;
+
+/// A sparsely gated mixture of experts over the rows ("tokens") of `x`
+/// (docs/moe.md): logits = x gate^T, plus N(0,1) * softplus(x noise^T) when
+/// hasNoise (the draw: gatingNoise() in Routing.h); per row the topK largest
+/// logits (ties: the lower expert), the softmax over them, the rows grouped
+/// by expert with a counting sort, `body` run once per used expert on that
+/// expert's rows, and out[t] = sum_j gate[t, j] * expert_j(x[t]).
+///
+/// The body works on the routed rows, tokens * topK of them in expert order:
+/// its regions span all of them. A Gemm step of the body runs once per used
+/// expert on that expert's rows, reading its weight [n x k] at row e * n of
+/// a stacked [experts * n x k] weight buffer and its bias at element e * n
+/// of a [experts x n] bias buffer. A Kernel step runs once over every routed
+/// row: kernels are elementwise and read no parameters.
+struct DispatchStep {
+  Region x;                // [tokens x d]
+  Region out;              // [tokens x outCols], written
+  BufferId gateWeight = 0; // [experts x d]
+  bool hasNoise = false;
+  BufferId noiseWeight = 0; // [experts x d]
+  uint64_t noiseSeed = 0;
+  int64_t experts = 0;
+  int64_t topK = 1;
+  /// Arena scratch: [tokens x experts] gate logits, and the noise logits.
+  BufferId logits = 0;
+  BufferId noiseLogits = 0;
+  /// [tokens * topK x d]: x's rows copied in expert order.
+  Region routedIn;
+  std::vector<Step> body;
+  /// [tokens * topK x outCols]: the body's result, in expert order.
+  Region routedOut;
+};
+
 struct Step {
-  enum class Kind : uint8_t { Gather, Gemm, Kernel };
+  enum class Kind : uint8_t { Gather, Gemm, Kernel, Dispatch };
   Kind kind;
   GatherStep gather;
   GemmStep gemm;
   KernelStep kernel;
+  DispatchStep dispatch;
 };
 
 struct Plan {

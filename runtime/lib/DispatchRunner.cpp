@@ -1,0 +1,250 @@
+//===- DispatchRunner.cpp - Mixture-of-experts steps, batched at run time -===//
+//
+// Which rows an expert gets is known only once the gate has run, so the
+// batching happens here: the rows are grouped by expert with a counting
+// sort and each used expert's GEMMs run once on its group. Experts with no
+// rows cost nothing; an expert with every row runs one full-size GEMM.
+//
+//===----------------------------------------------------------------------===//
+#include "DispatchRunner.h"
+
+#include <fmt/format.h>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+using namespace dynb::rt;
+
+namespace {
+
+GemmArgs gemmArgs(const Region &a, const Region &c,
+                  const ResolvedBuffers &resolved) {
+  GemmArgs args;
+  args.m = a.rows;
+  args.k = a.cols;
+  args.n = c.cols;
+  args.a = resolved.at(a.buffer, a.row, a.col);
+  args.lda = resolved.buffers[a.buffer].cols;
+  args.c = resolved.at(c.buffer, c.row, c.col);
+  args.ldc = resolved.buffers[c.buffer].cols;
+  return args;
+}
+
+/// Counts one GEMM of a dispatch step.
+void tally(const GemmArgs &args, ExecutorStats &stats) {
+  ++stats.gemmCalls;
+  stats.dispatchGemmFlops +=
+      2 * uint64_t(args.m) * uint64_t(args.k) * uint64_t(args.n);
+  stats.dispatchParamBytes +=
+      sizeof(float) * (uint64_t(args.n) * uint64_t(args.k) +
+                       (args.bias ? uint64_t(args.n) : 0));
+}
+
+/// The GEMM of body step `g` on expert e's rows [row, row + rows).
+GemmArgs expertGemm(const GemmStep &g, int32_t e, int64_t row, int64_t rows,
+                    const ResolvedBuffers &resolved) {
+  Region a = g.a, c = g.c;
+  a.row += row;
+  c.row += row;
+  a.rows = c.rows = rows;
+  GemmArgs args = gemmArgs(a, c, resolved);
+  const int64_t n = g.c.cols, k = g.a.cols;
+  args.w = resolved.bases[g.weight] + int64_t(e) * n * k;
+  args.bias = g.hasBias ? resolved.bases[g.bias] + int64_t(e) * n : nullptr;
+  return args;
+}
+
+/// Runs fn(begin, end) over [0, n) on the pool when the work is large enough
+/// to pay for waking it.
+template <typename Fn>
+void maybeParallel(ThreadPool &pool, int64_t n, int64_t work, int64_t minWork,
+                   Fn &&fn) {
+  if (n > 1 && work > minWork && pool.numThreads() > 1)
+    pool.parallelFor(n, fn);
+  else
+    fn(0, n);
+}
+
+} // namespace
+
+Status DispatchRunner::run(const DispatchStep &step,
+                           const ResolvedBuffers &resolved, GemmCache &gemm,
+                           ThreadPool &pool, const Options &opts,
+                           ExecutorStats &stats) {
+  const int64_t tokens = step.x.rows, d = step.x.cols, k = step.topK;
+  const int64_t experts = step.experts;
+  auto countGemm = [&](const GemmArgs &args) { tally(args, stats); };
+
+  // 1. The gate: logits = x gate^T (+ noise).
+  Region logits{step.logits, 0, tokens, 0, experts};
+  GemmArgs gate = gemmArgs(step.x, logits, resolved);
+  gate.w = resolved.bases[step.gateWeight];
+  if (Status s = gemm.run(gate))
+    return Status::error(fmt::format("gate: {}", s.message()));
+  countGemm(gate);
+  const float *x = resolved.at(step.x.buffer, step.x.row, step.x.col);
+  const int64_t ldx = resolved.buffers[step.x.buffer].cols;
+  float *logitRows = resolved.at(step.logits, 0, 0);
+  if (step.hasNoise) {
+    Region noise{step.noiseLogits, 0, tokens, 0, experts};
+    GemmArgs scale = gemmArgs(step.x, noise, resolved);
+    scale.w = resolved.bases[step.noiseWeight];
+    if (Status s = gemm.run(scale))
+      return Status::error(fmt::format("noise: {}", s.message()));
+    countGemm(scale);
+    const float *noiseRows = resolved.at(step.noiseLogits, 0, 0);
+    maybeParallel(
+        pool, tokens, tokens * experts, 1 << 16,
+        [&](int64_t begin, int64_t end) {
+          for (int64_t t = begin; t < end; ++t) {
+            uint64_t key = gatingNoiseKey(step.noiseSeed, x + t * ldx, d);
+            for (int64_t e = 0; e < experts; ++e)
+              logitRows[t * experts + e] +=
+                  gatingNoise(key, e) * softplus(noiseRows[t * experts + e]);
+          }
+        });
+  }
+
+  // 2. Routing: top k, softmax, counting sort by expert.
+  routeTopK(logitRows, experts, tokens, experts, k, routing_, &pool);
+
+  // 3. x's rows in expert order.
+  const int64_t routed = tokens * k;
+  {
+    float *dst =
+        resolved.at(step.routedIn.buffer, step.routedIn.row, step.routedIn.col);
+    int64_t ldDst = resolved.buffers[step.routedIn.buffer].cols;
+    size_t rowBytes = size_t(d) * sizeof(float);
+    maybeParallel(pool, routed, routed * int64_t(rowBytes),
+                  opts.copyParallelMinBytes, [&](int64_t begin, int64_t end) {
+                    for (int64_t s = begin; s < end; ++s)
+                      std::memcpy(dst + s * ldDst,
+                                  x + int64_t(routing_.tokenAt[s]) * ldx,
+                                  rowBytes);
+                  });
+  }
+
+  // 4. The expert body. With at least two experts a thread, running whole
+  // experts side by side beats splitting each expert's GEMMs across the
+  // threads: oneDNN's split of a GEMM of ~100 rows costs a third of its
+  // rate, and an expert's hidden rows stay in its thread's cache.
+  unsigned threads = pool.numThreads();
+  Status body =
+      threads > 1 && routing_.usedExperts.size() >= 2 * size_t(threads)
+          ? runBodyByExpert(step, resolved, threads, opts, stats)
+          : runBodyByStep(step, resolved, gemm, pool, opts, stats);
+  if (body)
+    return body;
+
+  // 5. out[t] = sum_j gate[t, j] * routedOut[slot(t, j)], in choice order.
+  const int64_t outCols = step.out.cols;
+  float *out = resolved.at(step.out.buffer, step.out.row, step.out.col);
+  const int64_t ldOut = resolved.buffers[step.out.buffer].cols;
+  const float *res = resolved.at(step.routedOut.buffer, step.routedOut.row,
+                                 step.routedOut.col);
+  const int64_t ldRes = resolved.buffers[step.routedOut.buffer].cols;
+  maybeParallel(pool, tokens, routed * outCols, opts.kernelParallelMinElements,
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t t = begin; t < end; ++t) {
+                    float *o = out + t * ldOut;
+                    const int32_t *slot = routing_.slotOf.data() + t * k;
+                    const float *w = routing_.gateOf.data() + t * k;
+                    const float *r0 = res + int64_t(slot[0]) * ldRes;
+                    for (int64_t i = 0; i < outCols; ++i)
+                      o[i] = w[0] * r0[i];
+                    for (int64_t j = 1; j < k; ++j) {
+                      const float *r = res + int64_t(slot[j]) * ldRes;
+                      for (int64_t i = 0; i < outCols; ++i)
+                        o[i] += w[j] * r[i];
+                    }
+                  }
+                });
+  return Status::ok();
+}
+
+Status DispatchRunner::runBodyByStep(const DispatchStep &step,
+                                     const ResolvedBuffers &resolved,
+                                     GemmCache &gemm, ThreadPool &pool,
+                                     const Options &opts,
+                                     ExecutorStats &stats) {
+  for (const Step &inner : step.body) {
+    if (inner.kind == Step::Kind::Kernel) {
+      runKernel(inner.kernel, resolved, pool, opts.kernelParallelMinElements);
+      continue;
+    }
+    for (int32_t e : routing_.usedExperts) {
+      GemmArgs args = expertGemm(inner.gemm, e, routing_.offsets[e],
+                                 routing_.rowsOf(e), resolved);
+      if (Status s = gemm.run(args))
+        return Status::error(fmt::format("expert {}: {}", e, s.message()));
+      tally(args, stats);
+    }
+  }
+  return Status::ok();
+}
+
+Status DispatchRunner::runBodyByExpert(const DispatchStep &step,
+                                       const ResolvedBuffers &resolved,
+                                       unsigned threads, const Options &opts,
+                                       ExecutorStats &stats) {
+  while (threadGemms_.size() < threads)
+    threadGemms_.push_back(
+        std::make_unique<GemmCache>(GemmCacheOptions{opts.smallGemmMaxMacs}));
+  // Largest first, each to the least loaded thread. The assignment is a
+  // function of the routing alone, so a repeated batch sends every expert
+  // to the same thread and finds its GEMM primitives in that thread's cache.
+  expertOrder_ = routing_.usedExperts;
+  std::stable_sort(expertOrder_.begin(), expertOrder_.end(),
+                   [&](int32_t a, int32_t b) {
+                     return routing_.rowsOf(a) > routing_.rowsOf(b);
+                   });
+  threadOf_.resize(expertOrder_.size());
+  std::vector<int64_t> load(threads, 0);
+  for (size_t i = 0; i < expertOrder_.size(); ++i) {
+    unsigned t = static_cast<unsigned>(
+        std::min_element(load.begin(), load.end()) - load.begin());
+    threadOf_[i] = t;
+    load[t] += routing_.rowsOf(expertOrder_[i]) + 1;
+  }
+  std::vector<ExecutorStats> counts(threads);
+  std::vector<Status> failures(threads);
+  const size_t numExperts = expertOrder_.size();
+  // oneDNN runs single-threaded inside this parallel region.
+#pragma omp parallel num_threads(threads)
+  {
+    unsigned t = static_cast<unsigned>(omp_get_thread_num());
+    unsigned team = static_cast<unsigned>(omp_get_num_threads());
+    // A smaller team than asked for: its threads take the missing ones'
+    // experts too.
+    for (unsigned owner = t; owner < threads && !failures[t]; owner += team)
+      for (size_t i = 0; i < numExperts && !failures[t]; ++i) {
+        if (threadOf_[i] != owner)
+          continue;
+        int32_t e = expertOrder_[i];
+        int64_t row = routing_.offsets[e], rows = routing_.rowsOf(e);
+        for (const Step &inner : step.body) {
+          if (inner.kind == Step::Kind::Kernel) {
+            runKernelRows(inner.kernel, resolved, row, row + rows);
+            continue;
+          }
+          GemmArgs args = expertGemm(inner.gemm, e, row, rows, resolved);
+          if (Status s = threadGemms_[t]->run(args)) {
+            failures[t] =
+                Status::error(fmt::format("expert {}: {}", e, s.message()));
+            break;
+          }
+          tally(args, counts[t]);
+        }
+      }
+  }
+  for (unsigned t = 0; t < threads; ++t) {
+    if (failures[t])
+      return failures[t];
+    stats.gemmCalls += counts[t].gemmCalls;
+    stats.dispatchGemmFlops += counts[t].dispatchGemmFlops;
+    stats.dispatchParamBytes += counts[t].dispatchParamBytes;
+  }
+  return Status::ok();
+}

@@ -1,0 +1,181 @@
+//===- DispatchStepTest.cpp - Mixture-of-experts steps vs a naive loop ----===//
+#include "RuntimeTestUtils.h"
+#include "dynb/Runtime/Executor.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+using namespace dynb::rt;
+using namespace dynb::rt::test;
+
+namespace {
+
+void reluKernel(void **args) {
+  auto &in = **static_cast<MemRefDesc2D **>(args[0]);
+  auto &out = **static_cast<MemRefDesc2D **>(args[1]);
+  for (int64_t r = 0; r < in.sizes[0]; ++r)
+    for (int64_t c = 0; c < in.sizes[1]; ++c) {
+      float v = in.aligned[in.offset + r * in.strides[0] + c];
+      out.aligned[out.offset + r * out.strides[0] + c] = v > 0 ? v : 0;
+    }
+}
+
+struct Moe {
+  int64_t tokens, experts, k, d, hidden, outCols;
+};
+
+/// Expert e on one row, in double: W2[e] relu(W1[e] x + b1[e]) + b2[e].
+std::vector<double> naiveExpert(const ParameterStore &p, const Moe &m,
+                                int64_t e, const float *x) {
+  const float *w1 = p.find("W1")->data.data() + e * m.hidden * m.d;
+  const float *b1 = p.find("b1")->data.data() + e * m.hidden;
+  const float *w2 = p.find("W2")->data.data() + e * m.outCols * m.hidden;
+  const float *b2 = p.find("b2")->data.data() + e * m.outCols;
+  std::vector<double> h(m.hidden), y(m.outCols);
+  for (int64_t i = 0; i < m.hidden; ++i) {
+    double acc = b1[i];
+    for (int64_t j = 0; j < m.d; ++j)
+      acc += double(w1[i * m.d + j]) * x[j];
+    h[i] = std::max(acc, 0.0);
+  }
+  for (int64_t i = 0; i < m.outCols; ++i) {
+    double acc = b2[i];
+    for (int64_t j = 0; j < m.hidden; ++j)
+      acc += double(w2[i * m.hidden + j]) * h[j];
+    y[i] = acc;
+  }
+  return y;
+}
+
+void checkDispatch(const Moe &m, uint32_t seed) {
+  SCOPED_TRACE(testing::Message()
+               << m.tokens << " tokens, top " << m.k << " of " << m.experts);
+  ParameterStore params;
+  auto add = [&](const char *name, std::vector<int64_t> shape, uint32_t s) {
+    int64_t n = 1;
+    for (int64_t dim : shape)
+      n *= dim;
+    ASSERT_TRUE(params.add(name, shape, randomValues(n, s)).isOk());
+  };
+  add("X", {m.tokens, m.d}, seed);
+  add("W_gate", {m.experts, m.d}, seed + 1);
+  add("W1", {m.experts, m.hidden, m.d}, seed + 2);
+  add("b1", {m.experts, m.hidden}, seed + 3);
+  add("W2", {m.experts, m.outCols, m.hidden}, seed + 4);
+  add("b2", {m.experts, m.outCols}, seed + 5);
+
+  Plan plan;
+  const int64_t routed = m.tokens * m.k;
+  BufferId xParam = plan.addParameterBuffer("X", m.tokens, m.d);
+  BufferId x = plan.addArenaBuffer(m.tokens, m.d);
+  std::vector<RowRef> rows;
+  for (int64_t t = 0; t < m.tokens; ++t)
+    rows.push_back({xParam, t});
+  plan.steps.push_back(gatherStep(wholeBuffer(plan, x), 0, rows));
+
+  Step step;
+  step.kind = Step::Kind::Dispatch;
+  DispatchStep &d = step.dispatch;
+  d.x = wholeBuffer(plan, x);
+  d.gateWeight = plan.addParameterBuffer("W_gate", m.experts, m.d);
+  d.experts = m.experts;
+  d.topK = m.k;
+  d.logits = plan.addArenaBuffer(m.tokens, m.experts);
+  d.routedIn = wholeBuffer(plan, plan.addArenaBuffer(routed, m.d));
+  Region h = wholeBuffer(plan, plan.addArenaBuffer(routed, m.hidden));
+  Region r = wholeBuffer(plan, plan.addArenaBuffer(routed, m.hidden));
+  d.routedOut = wholeBuffer(plan, plan.addArenaBuffer(routed, m.outCols));
+  d.body.push_back(gemmStep(
+      d.routedIn, plan.addParameterBuffer("W1", m.experts * m.hidden, m.d),
+      plan.addParameterBuffer("b1", m.experts, m.hidden), h));
+  d.body.push_back(kernelStep(reluKernel, "relu", routed, {h, r}));
+  d.body.push_back(gemmStep(
+      r, plan.addParameterBuffer("W2", m.experts * m.outCols, m.hidden),
+      plan.addParameterBuffer("b2", m.experts, m.outCols), d.routedOut));
+  d.out = wholeBuffer(plan, plan.addArenaBuffer(m.tokens, m.outCols));
+  plan.outputs.push_back(d.out);
+  plan.steps.push_back(std::move(step));
+  planArena(plan);
+
+  Executor executor(params);
+  Status status = executor.validate(plan);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  // Twice: the second run reuses the routing buffers and cached primitives.
+  for (int pass = 0; pass < 2; ++pass) {
+    status = executor.run(plan);
+    ASSERT_TRUE(status.isOk()) << status.message();
+  }
+  std::vector<float> got;
+  executor.copyOutput(plan, 0, got);
+  ASSERT_EQ(got.size(), size_t(m.tokens * m.outCols));
+
+  const float *xs = params.find("X")->data.data();
+  const float *gate = params.find("W_gate")->data.data();
+  for (int64_t t = 0; t < m.tokens; ++t) {
+    const float *row = xs + t * m.d;
+    std::vector<double> logits(m.experts);
+    for (int64_t e = 0; e < m.experts; ++e)
+      for (int64_t j = 0; j < m.d; ++j)
+        logits[e] += double(gate[e * m.d + j]) * row[j];
+    std::vector<int64_t> order(m.experts);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return logits[a] > logits[b];
+    });
+    double sum = 0;
+    for (int64_t j = 0; j < m.k; ++j)
+      sum += std::exp(logits[order[j]] - logits[order[0]]);
+    std::vector<double> want(m.outCols);
+    for (int64_t j = 0; j < m.k; ++j) {
+      double w = std::exp(logits[order[j]] - logits[order[0]]) / sum;
+      std::vector<double> y = naiveExpert(params, m, order[j], row);
+      for (int64_t i = 0; i < m.outCols; ++i)
+        want[i] += w * y[i];
+    }
+    for (int64_t i = 0; i < m.outCols; ++i)
+      ASSERT_NEAR(got[t * m.outCols + i], want[i], 1e-4)
+          << "token " << t << " column " << i;
+  }
+}
+
+TEST(DispatchStepTest, MatchesNaiveLoop) {
+  checkDispatch({37, 5, 2, 6, 8, 3}, 1);
+  checkDispatch({1, 4, 3, 5, 7, 5}, 2);      // one token: 'none''s shape
+  checkDispatch({20, 1, 1, 4, 4, 4}, 3);     // one expert gets everything
+  checkDispatch({9, 300, 4, 8, 8, 8}, 4);    // most experts empty
+  checkDispatch({200, 8, 8, 16, 32, 16}, 5); // k = E: every expert, every row
+}
+
+TEST(DispatchStepTest, ValidationRejectsMismatchedStacks) {
+  ParameterStore params;
+  ASSERT_TRUE(params.add("G", {3, 4}, randomValues(12, 1)).isOk());
+  ASSERT_TRUE(params.add("W", {3, 5, 4}, randomValues(60, 2)).isOk());
+  Plan plan;
+  BufferId x = plan.addArenaBuffer(2, 4);
+  Step step;
+  step.kind = Step::Kind::Dispatch;
+  DispatchStep &d = step.dispatch;
+  d.x = wholeBuffer(plan, x);
+  d.gateWeight = plan.addParameterBuffer("G", 3, 4);
+  d.experts = 3;
+  d.topK = 1;
+  d.logits = plan.addArenaBuffer(2, 3);
+  d.routedIn = wholeBuffer(plan, plan.addArenaBuffer(2, 4));
+  d.routedOut = wholeBuffer(plan, plan.addArenaBuffer(2, 5));
+  // The weight buffer claims 2 experts' rows of a 3-expert stack.
+  d.body.push_back(
+      gemmStep(d.routedIn, plan.addParameterBuffer("W", 10, 6), d.routedOut));
+  d.out = wholeBuffer(plan, plan.addArenaBuffer(2, 5));
+  plan.steps.push_back(std::move(step));
+  planArena(plan);
+  Executor executor(params);
+  Status status = executor.validate(plan);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("step 0 (dispatch)"), std::string::npos)
+      << status.message();
+}
+
+} // namespace
