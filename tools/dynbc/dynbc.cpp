@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dynb/Analysis/Signature.h"
+#include "dynb/Driver/FiniteCheck.h"
 #include "dynb/Driver/Session.h"
 #include "dynb/JIT/KernelCompiler.h"
 #include "dynb/Runtime/NpyWriter.h"
@@ -88,6 +89,12 @@ static cl::opt<bool>
           cl::desc("Also run the reference interpreter; report the max abs/rel "
                    "error and fail above the tolerance"),
           cl::sub(runCmd), cl::cat(dynbCat));
+static cl::opt<bool> checkFinite(
+    "check-finite",
+    cl::desc("Refuse parameters holding NaN or Inf (before running) and "
+             "outputs holding them (after each strategy); names the tensor "
+             "and element, or the instance and output"),
+    cl::sub(runCmd), cl::cat(dynbCat));
 static cl::opt<double> absTolerance("atol",
                                     cl::desc("Absolute tolerance of --check"),
                                     cl::init(1e-4), cl::sub(runCmd),
@@ -319,6 +326,12 @@ int runRun(Session &session) {
   } else if (llvm::Error e = session.seedParams(seed)) {
     return fail(llvm::toString(std::move(e)));
   }
+  if (checkFinite)
+    if (llvm::Error e = checkFiniteParams(
+            session.params(), haveParams
+                                  ? llvm::StringRef(paramsPath)
+                                  : llvm::StringRef("parameters seeded")))
+      return fail(llvm::toString(std::move(e)));
 
   std::optional<StackedOutputs> reference;
   double referenceSeconds = 0;
@@ -366,6 +379,9 @@ int runRun(Session &session) {
     auto r = session.run(opts);
     if (failed(r))
       return 1;
+    if (checkFinite)
+      if (llvm::Error e = checkFiniteOutputs(r->outputs, toString(st)))
+        return fail(llvm::toString(std::move(e)) + "; no output written");
     double runSec = r->medianPassSeconds();
     Comparison cmp;
     if (reference)

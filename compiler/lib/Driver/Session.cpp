@@ -50,41 +50,6 @@ double RunResult::medianPassSeconds() const {
   return s[s.size() / 2];
 }
 
-Comparison dynb::compareOutputs(const StackedOutputs &ref,
-                                const StackedOutputs &got, double atol,
-                                double rtol) {
-  Comparison c;
-  if (ref.widths != got.widths || ref.values.size() != got.values.size()) {
-    c.withinTolerance = false;
-    c.maxAbsError = INFINITY;
-    return c;
-  }
-  for (size_t p = 0; p < ref.values.size(); ++p) {
-    const std::vector<float> &r = ref.values[p], &g = got.values[p];
-    if (r.size() != g.size()) {
-      c.withinTolerance = false;
-      c.maxAbsError = INFINITY;
-      return c;
-    }
-    for (size_t i = 0; i < r.size(); ++i) {
-      double diff = std::fabs(double(r[i]) - double(g[i]));
-      if (std::isnan(g[i]) != std::isnan(r[i]))
-        diff = INFINITY;
-      double rel = diff / std::max(std::fabs(double(r[i])), 1e-30);
-      bool bad = !(diff <= atol + rtol * std::fabs(double(r[i])));
-      if (diff > c.maxAbsError || (bad && c.withinTolerance)) {
-        c.worstInstance = static_cast<int64_t>(i / ref.widths[p]);
-      }
-      c.maxAbsError = std::max(c.maxAbsError, diff);
-      if (std::fabs(double(r[i])) > 1e-3)
-        c.maxRelError = std::max(c.maxRelError, rel);
-      if (bad)
-        c.withinTolerance = false;
-    }
-  }
-  return c;
-}
-
 static int64_t statusField(const char *field) {
   std::ifstream status("/proc/self/status");
   std::string line;

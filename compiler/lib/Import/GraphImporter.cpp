@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "dynb/Import/GraphImporter.h"
 #include "dynb/Dialect/DynbOps.h"
+#include "dynb/Import/DuplicateKeys.h"
 #include "dynb/Import/NestingDepth.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -560,6 +561,12 @@ OwningOpRef<ModuleOp> dynb::importJsonGraphs(StringRef name, StringRef text,
   registerDynbDialects(ctx);
   if (failed(checkNesting(ctx, name, text, /*lineComments=*/false)))
     return nullptr;
+  if (std::optional<DuplicateKey> dup = findDuplicateKey(text)) {
+    emitError(FileLineColLoc::get(&ctx, name, dup->line, 1))
+        << "an object names the key '" << dup->key
+        << "' twice; JSON leaves the meaning of that open, so dynb refuses it";
+    return nullptr;
+  }
   // A JSON Lines file's first line is a complete object; a document's first
   // line (unless the whole document is one line) is not.
   StringRef first = text.ltrim().split('\n').first;

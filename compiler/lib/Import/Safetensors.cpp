@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dynb/Import/Safetensors.h"
+#include "dynb/Import/DuplicateKeys.h"
 #include "dynb/Import/NestingDepth.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -58,6 +59,11 @@ llvm::Error dynb::loadSafetensors(llvm::StringRef path,
   const json::Object *top = parsed->getAsObject();
   if (!top)
     return fail(path, "header is not a JSON object");
+  if (std::optional<DuplicateKey> dup = findDuplicateKey(header))
+    return fail(path, dup->depth == 1
+                          ? "header names tensor '" + dup->key + "' twice"
+                          : "header names the key '" + dup->key +
+                                "' twice in one object");
 
   struct Entry {
     std::string name;

@@ -11,6 +11,7 @@
 #define DYNB_DRIVER_SESSION_H
 
 #include "dynb/Batching/Scheduler.h"
+#include "dynb/Driver/Outputs.h"
 #include "dynb/JIT/KernelCache.h"
 #include "dynb/Lowering/PlanBuilder.h"
 #include "dynb/Runtime/ParameterStore.h"
@@ -47,12 +48,6 @@ struct StepProfile {
   uint64_t gemmFlops = 0;
 };
 
-/// Outputs stacked one row per instance: [instances x width] per output.
-struct StackedOutputs {
-  std::vector<int64_t> widths;
-  std::vector<std::vector<float>> values;
-};
-
 struct RunResult {
   BatchingStrategy strategy;
   uint64_t instances = 0, nodes = 0, batches = 0;
@@ -72,16 +67,6 @@ struct RunResult {
 
   double medianPassSeconds() const;
 };
-
-struct Comparison {
-  double maxAbsError = 0, maxRelError = 0;
-  int64_t worstInstance = -1;
-  bool withinTolerance = true;
-};
-
-/// |got - ref| <= atol + rtol * |ref| everywhere.
-Comparison compareOutputs(const StackedOutputs &ref, const StackedOutputs &got,
-                          double atol, double rtol);
 
 /// What a session refuses before allocating: defaults fit a 24 GiB machine.
 struct SessionLimits {

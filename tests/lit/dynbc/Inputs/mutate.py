@@ -56,3 +56,46 @@ d["instances"][1] = {"nodes": [{"op": "embedding", "table": "E", "index": 5},
                                {"op": "concat", "inputs": [0, 0]}],
                      "outputs": [1]}
 write("mixed-outputs.json", d)
+
+# Hostile inputs (reliability): references that dangle, names given twice,
+# sizes that overflow or ask for terabytes, names that are not UTF-8.
+d = copy.deepcopy(good)
+d["instances"][0]["nodes"][1]["inputs"] = [99]
+write("dangling-node.json", d)
+
+d = copy.deepcopy(good)
+d["instances"][0]["nodes"][1]["inputs"] = [[0, 5]]
+write("dangling-result.json", d)
+
+d = copy.deepcopy(good)
+d["instances"][0]["nodes"][1]["inputs"] = [-1]
+write("negative-ref.json", d)
+
+d = copy.deepcopy(good)
+d["instances"][0]["outputs"] = [17]
+write("dangling-output.json", d)
+
+d = copy.deepcopy(good)
+d["model"]["params"].append({"name": "W", "shape": [4, 4]})
+write("duplicate-param.json", d)
+
+d = copy.deepcopy(good)
+d["model"]["modules"].append(copy.deepcopy(d["model"]["modules"][0]))
+write("duplicate-module.json", d)
+
+d = copy.deepcopy(good)
+d["model"]["params"][1]["shape"] = [1 << 40, 1 << 40]
+write("overflow-shape.json", d)
+
+d = copy.deepcopy(good)
+d["model"]["params"].append({"name": "Huge", "shape": [1 << 17, 1 << 17]})
+write("terabyte-param.json", d)
+
+d = copy.deepcopy(good)
+d["model"]["params"][1]["shape"] = [4, 0]
+write("zero-dim.json", d)
+
+# Invalid UTF-8 in a module name: bytes, not text.
+raw = json.dumps(good).encode().replace(b'"node"', b'"no\xffde"')
+with open(os.path.join(out, "non-utf8.json"), "wb") as f:
+    f.write(raw)

@@ -1,0 +1,33 @@
+//===- Outputs.h - A run's outputs and their comparison with the reference ===//
+//
+// MLIR-free, so tools and tests that only look at numbers need not include
+// the compiler's headers.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DYNB_DRIVER_OUTPUTS_H
+#define DYNB_DRIVER_OUTPUTS_H
+
+#include <cstdint>
+#include <vector>
+
+namespace dynb {
+
+/// Outputs stacked one row per instance: [instances x width] per output.
+struct StackedOutputs {
+  std::vector<int64_t> widths;
+  std::vector<std::vector<float>> values;
+};
+
+struct Comparison {
+  double maxAbsError = 0, maxRelError = 0;
+  int64_t worstInstance = -1;
+  bool withinTolerance = true;
+};
+
+/// |got - ref| <= atol + rtol * |ref| everywhere.
+Comparison compareOutputs(const StackedOutputs &ref, const StackedOutputs &got,
+                          double atol, double rtol);
+
+} // namespace dynb
+
+#endif // DYNB_DRIVER_OUTPUTS_H
