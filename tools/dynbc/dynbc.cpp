@@ -328,9 +328,9 @@ int runRun(Session &session) {
   }
   if (checkFinite)
     if (llvm::Error e = checkFiniteParams(
-            session.params(),
-            haveParams ? llvm::StringRef(paramsPath)
-                       : llvm::StringRef("parameters seeded")))
+            session.params(), haveParams
+                                  ? llvm::StringRef(paramsPath)
+                                  : llvm::StringRef("parameters seeded")))
       return fail(llvm::toString(std::move(e)));
 
   std::optional<StackedOutputs> reference;

@@ -60,10 +60,10 @@ llvm::Error dynb::loadSafetensors(llvm::StringRef path,
   if (!top)
     return fail(path, "header is not a JSON object");
   if (std::optional<DuplicateKey> dup = findDuplicateKey(header))
-    return fail(path, dup->depth == 1 ? "header names tensor '" + dup->key +
-                                            "' twice"
-                                      : "header names the key '" + dup->key +
-                                            "' twice in one object");
+    return fail(path, dup->depth == 1
+                          ? "header names tensor '" + dup->key + "' twice"
+                          : "header names the key '" + dup->key +
+                                "' twice in one object");
 
   struct Entry {
     std::string name;

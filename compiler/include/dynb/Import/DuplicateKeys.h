@@ -1,4 +1,4 @@
-//===- DuplicateKeys.h - Find a JSON object that names a key twice -*- C++ -*-===//
+//===- DuplicateKeys.h - JSON objects that name a key twice --*- C++ -*-===//
 //
 // JSON leaves duplicate keys undefined and parsers disagree on which one
 // wins (LLVM's keeps one silently). A safetensors header naming a tensor
