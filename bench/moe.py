@@ -154,8 +154,13 @@ def bench_point(g, experts, tokens, args, work):
             param_bytes_per_pass=r.get("dispatch_param_bytes", 0) / passes,
             gemm_flops_per_pass=r.get("dispatch_gemm_flops", 0) / passes)
     flops = layer_flops(g, experts, tokens)
-    n = max(1, round(flops / (2 * tokens * d)))
-    gflops, dense_sec = dense_gemm(build_dir, tokens, d, n)
+    # N = the layer's FLOPs over 2 M K, rounded up to a multiple of 64: an
+    # odd N (513 at one expert) puts oneDNN on its slow edge kernels and
+    # would make the ceiling look low. The dense time is the layer's FLOPs
+    # at the rate measured for that shape.
+    n = max(64, -(-round(flops / (2 * tokens * d)) // 64) * 64)
+    gflops, _ = dense_gemm(build_dir, tokens, d, n)
+    dense_sec = flops / (gflops * 1e9)
     point["dense"] = dict(m=tokens, k=d, n=n, gflops=gflops, seconds=dense_sec,
                           tokens_per_second=tokens / dense_sec)
     best = max(("depth", "agenda"), key=lambda s: point["strategies"][s]["tokens_per_second"])
