@@ -69,6 +69,8 @@ def parse_args(argv):
     p.add_argument("--threads", type=int, default=0, metavar="N")
     p.add_argument("--max-memory", type=parse_size, default=16 << 30, metavar="SIZE",
                    help="skip points needing more (parameters plus buffers); passed to dynbc")
+    p.add_argument("--no-peers", dest="peers", action="store_false",
+                   help="skip the PyTorch peers (eager vanillaExperts and grouped by expert)")
     return p.parse_args(argv)
 
 
@@ -123,6 +125,42 @@ def dynbc_run(build, model, strategies, repeat, args, report):
         return {r["strategy"]: r for r in json.load(f)["results"]}
 
 
+PEER_SCRIPT = os.path.join(ROOT, "bench", "peers", "moe_torch.py")
+PEER_PYTHON = "/usr/bin/python3"
+# The peers' weights are written by numpy: 10,000 experts (5.2 GB) would
+# double the memory the point needs, so the peers stop below that.
+PEER_MAX_EXPERTS = 1000
+PEER_ATOL = 1e-3
+
+
+def peer_point(g, experts, tokens, model, args, work):
+    """PyTorch on the same tokens and weights: dynbc (agenda) writes its
+    outputs with the weights the peers load, and each peer's outputs must
+    match them before its time counts."""
+    params = model + ".peer.safetensors"
+    ref = model + ".peer.npy"
+    run([PEER_PYTHON, PEER_SCRIPT, "params", params, "--tokens", str(tokens),
+         "--experts", str(experts), "--d", str(g["d"]), "--hidden", str(g["hidden"]),
+         "--seed", str(SEED)], "peer params")
+    cmd = [os.path.join(build_dir, "bin", "dynbc"), "run", model, "--params", params,
+           "--strategy=agenda", "--max-memory", str(args.max_memory), "--output", ref]
+    run(cmd, "dynbc run (peer check)")
+    peers = {}
+    try:
+        for mode, repeat in (("eager", 1), ("grouped", REPEAT_BATCHED)):
+            cmd = [PEER_PYTHON, PEER_SCRIPT, "run", params, "--k", str(g["k"]), "--mode", mode,
+                   "--repeat", str(repeat), "--check", ref, "--atol", str(PEER_ATOL)]
+            if args.threads:
+                cmd += ["--threads", str(args.threads)]
+            out = run(cmd, "PyTorch " + mode)
+            peers[mode] = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
+    finally:
+        for f in (params, ref):
+            if os.path.exists(f):
+                os.remove(f)
+    return peers
+
+
 def bench_point(g, experts, tokens, args, work):
     d, h, k = g["d"], g["hidden"], g["k"]
     point = dict(grid=g["name"], d=d, hidden=h, k=k, experts=experts, tokens=tokens,
@@ -142,6 +180,8 @@ def bench_point(g, experts, tokens, args, work):
     results = dynbc_run(build_dir, model, ["none"], REPEAT_NONE, args, model + ".none.json")
     results.update(dynbc_run(build_dir, model, ["depth", "agenda"], REPEAT_BATCHED, args,
                              model + ".batched.json"))
+    if args.peers and experts <= PEER_MAX_EXPERTS:
+        point["peers"] = peer_point(g, experts, tokens, model, args, work)
     os.remove(model)
     point["strategies"] = {}
     for s in STRATEGIES:
@@ -182,12 +222,12 @@ def table(points, g, stream):
     lines = ["grid %s: d %d, hidden %d, k %d (tokens/s; ratio = best batched / dense GEMM "
              "of the same FLOPs)" % (g["name"], g["d"], g["hidden"], g["k"]),
              "| experts | tokens | tok/expert | none | depth | agenda | speedup | dense GEMM "
-             "| ratio | target | note |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+             "| ratio | target | PyTorch eager | PyTorch grouped | best / grouped | note |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|"]
     for p in points:
         head = "| %d | %d | %.1f " % (p["experts"], p["tokens"], p["tokens_per_expert"])
         if "skipped" in p:
-            lines.append(head + "| | | | | | | | skipped: %s |" % p["skipped"])
+            lines.append(head + "| | | | | | | | | | | skipped: %s |" % p["skipped"])
             continue
         st = p["strategies"]
         target = ""
@@ -197,10 +237,20 @@ def table(points, g, stream):
         if "param_gb_per_second" in p and stream:
             note = "params %.1f GB/s = %.0f%% of stream read %.1f GB/s" % (
                 p["param_gb_per_second"], 100 * p["param_gb_per_second"] / stream[0], stream[0])
-        lines.append(head + "| %s | %s | %s | %.1fx | %s | %.0f%% | %s | %s |" % (
+        peers = p.get("peers")
+        if peers:
+            best = st[p["best"]]["tokens_per_second"]
+            peer_cells = "%s | %s | %.1fx" % (
+                fmt_rate(peers["eager"]["tokens_per_second"]),
+                fmt_rate(peers["grouped"]["tokens_per_second"]),
+                best / peers["grouped"]["tokens_per_second"])
+        else:
+            peer_cells = " | | "
+        lines.append(head + "| %s | %s | %s | %.1fx | %s | %.0f%% | %s | %s | %s |" % (
             fmt_rate(st["none"]["tokens_per_second"]), fmt_rate(st["depth"]["tokens_per_second"]),
             fmt_rate(st["agenda"]["tokens_per_second"]), p["speedup_over_none"],
-            fmt_rate(p["dense"]["tokens_per_second"]), 100 * p["ratio_to_dense"], target, note))
+            fmt_rate(p["dense"]["tokens_per_second"]), 100 * p["ratio_to_dense"], target,
+            peer_cells, note))
     return "\n".join(lines)
 
 

@@ -12,8 +12,9 @@ usage: bench/run.sh BUILD_DIR [WORKLOAD...] [OPTIONS...]
   Runs each WORKLOAD (default: all of them) against the tools in BUILD_DIR/bin.
   Arguments from the first one starting with '-' on go to every workload.
   Workloads: ${KNOWN_WORKLOADS[*]}
-  treelstm options: --quick, --out DIR, --threads N, --trees N (see bench/README.md)
-  moe options: --quick, --grid seed|lm|all, --out DIR, --threads N, --max-memory SIZE
+  treelstm options: --quick, --out DIR, --threads N, --trees N, --no-peers (see bench/README.md)
+  moe options: --quick, --grid seed|lm|all, --out DIR, --threads N, --max-memory SIZE, --no-peers
+  Both run PyTorch peers on the same inputs and weights unless --no-peers.
 USAGE
 }
 

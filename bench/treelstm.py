@@ -57,6 +57,8 @@ def parse_args(argv):
     p.add_argument("--quick", action="store_true",
                    help="hdim 256, batch 64, every strategy only (no overhead point, no memory check)")
     p.add_argument("--out", metavar="DIR", help="where treelstm.json/.md go (default BUILD_DIR/bench)")
+    p.add_argument("--no-peers", dest="peers", action="store_false",
+                   help="skip the PyTorch peers (eager and hand-batched by level)")
     p.add_argument("--threads", type=int, default=0, metavar="N",
                    help="dynbc runtime threads (default 0: dynbc's default, all hardware threads)")
     p.add_argument("--trees", type=int, default=0, metavar="N",
@@ -227,7 +229,7 @@ def memory_check(row, raw):
 # ---------------------------------------------------------------- formatting
 
 def fmt_int(x):
-    return f"{x:,.0f}"
+    return "-" if x is None else f"{x:,.0f}"
 
 
 def fmt_opt(x, spec):
@@ -442,7 +444,72 @@ def reproduce_command(args):
         cmd += ["--threads", str(args.threads)]
     if args.trees:
         cmd += ["--trees", str(args.trees)]
+    if not args.peers:
+        cmd += ["--no-peers"]
     return shlex.join(cmd)
+
+
+PEER_SCRIPT = os.path.join(ROOT, "bench", "peers", "treelstm_torch.py")
+PEER_CHECK_BATCH = 64
+PEER_ATOL = 1e-3
+
+
+def peer_phase(runner, rows, threads):
+    """PyTorch on dynb's own trees and weights: the seeded weights are
+    written as safetensors, dynbc (agenda) writes its outputs with them, and
+    each peer's outputs are checked against those before its time counts."""
+    peer_rows = []
+    python = "/usr/bin/python3"
+    probe = subprocess.run([python, "-c", "import torch, numpy"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        raise BenchError("the PyTorch peers need Debian's python3-torch and python3-numpy "
+                         "(tools/dev deps --bench), or run with --no-peers:\n" + probe.stderr.strip())
+    for hdim in sorted({r["hdim"] for r in rows if r["kind"] == "grid"}):
+        graphs = runner.graphs("dev", hdim)
+        params = os.path.join(runner.work_dir, f"peer-params-h{hdim}.safetensors")
+        ref = os.path.join(runner.work_dir, f"peer-dynb-h{hdim}.npy")
+        run_tool([python, PEER_SCRIPT, "params", graphs, params, "--seed", str(SEED)],
+                 os.path.join(runner.work_dir, f"peer-params-h{hdim}.log"))
+        run_tool([runner.dynbc, "run", graphs, "--params", params, "--strategy=agenda",
+                  "--batch-size", str(PEER_CHECK_BATCH), "--output", ref],
+                 os.path.join(runner.work_dir, f"peer-dynb-h{hdim}.log"))
+        batches = sorted({r["batch"] for r in rows if r["kind"] == "grid" and r["hdim"] == hdim})
+        runs = [("eager", 1, 1)] + [("level", b, 3) for b in batches]
+        for mode, batch, repeat in runs:
+            print(f"  pytorch-{mode} hdim {hdim}" + (f" batch {batch}" if mode == "level" else "")
+                  + " ...", end=" ", flush=True)
+            log = os.path.join(runner.work_dir, f"peer-{mode}-h{hdim}-b{batch}.log")
+            argv = [python, PEER_SCRIPT, "run", graphs, params, "--mode", mode,
+                    "--batch", str(batch), "--repeat", str(repeat), "--check", ref,
+                    "--atol", str(PEER_ATOL)]
+            if threads:
+                argv += ["--threads", str(threads)]
+            wall = run_tool(argv, log)
+            with open(log) as f:
+                result = json.loads([l for l in f.read().splitlines() if l.startswith("{")][-1])
+            print(f"{result['trees_per_second']:,.0f} trees/s ({wall:.0f} s)", flush=True)
+            peer_rows.append(dict(result, hdim=hdim, mode=mode, batch=batch, argv=argv))
+    return peer_rows
+
+
+def peer_table(rows, peer_rows):
+    """Markdown lines: dynb's strategies against the peers, per hdim and batch."""
+    lines = ["| hdim | batch | dynb agenda | dynb none | PyTorch eager | PyTorch by level | "
+             "agenda / eager | agenda / by level | peer max abs err |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for hdim in sorted({p["hdim"] for p in peer_rows}):
+        eager = next(p for p in peer_rows if p["hdim"] == hdim and p["mode"] == "eager")
+        for p in [p for p in peer_rows if p["hdim"] == hdim and p["mode"] == "level"]:
+            agenda = find_row(rows, hdim, p["batch"], "agenda")
+            none = find_row(rows, hdim, p["batch"], "none")
+            a = agenda["trees_per_second"] if agenda else None
+            err = max(eager.get("max_abs_error", 0), p.get("max_abs_error", 0))
+            lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {:.1e} |".format(
+                hdim, p["batch"], fmt_int(a), fmt_int(none["trees_per_second"] if none else None),
+                fmt_int(eager["trees_per_second"]), fmt_int(p["trees_per_second"]),
+                f"{a / eager['trees_per_second']:.1f}x" if a else "-",
+                f"{a / p['trees_per_second']:.1f}x" if a else "-", err))
+    return lines
 
 
 def main(argv):
@@ -478,6 +545,10 @@ def main(argv):
                 memory = memory_check(row, raw)
             else:
                 rows.append(row)
+    peer_rows = []
+    if args.peers:
+        print("PyTorch peers (same trees, same weights, outputs checked against dynb's):", flush=True)
+        peer_rows = peer_phase(runner, rows, args.threads)
     total_wall = time.monotonic() - started
     add_speedups(rows)
     machine["load_average_at_end"] = list(os.getloadavg())
@@ -504,6 +575,9 @@ def main(argv):
     text = []
     for title, cells in sections:
         text += ["", title, text_table(GRID_COLUMNS, cells)]
+    peers_md = peer_table(rows, peer_rows) if peer_rows else []
+    if peers_md:
+        text += ["", "PyTorch peers (trees/s; eager runs one tree at a time, so one figure an hdim)"] + peers_md
     text += ["", TIMING_NOTE, ""] + headlines
     print("\n".join(text))
 
@@ -516,6 +590,13 @@ def main(argv):
           f"Reproduce: `{command}`"]
     for title, cells in sections:
         md += ["", f"## {title}", "", markdown_table(GRID_COLUMNS, cells)]
+    if peers_md:
+        md += ["", "## PyTorch peers", "",
+               f"PyTorch {peer_rows[0]['torch']} ({peer_rows[0]['threads']} threads), on the same "
+               "trees and the same weights (safetensors); each peer's outputs match dynb's "
+               f"within {PEER_ATOL} before its time counts. Eager: one tree, one node at a time; "
+               "by level: the batch's nodes grouped by height, one set of matrix products a "
+               "height (bench/peers/treelstm_torch.py).", ""] + peers_md
     md += ["", TIMING_NOTE, "", "## Headline", ""] + [f"- {l}" for l in headlines]
 
     json_path = os.path.join(out_dir, stem + ".json")
@@ -524,7 +605,8 @@ def main(argv):
               "machine": machine, "threads": args.threads, "dev_trees": args.trees or None,
               "seed": SEED,
               "wall_seconds": total_wall, "headlines": headlines, "rows": rows,
-              "memory_check": memory, "gemm_ceilings": ceilings, "calls": calls}
+              "memory_check": memory, "gemm_ceilings": ceilings, "peers": peer_rows,
+              "calls": calls}
     with open(json_path, "w") as f:
         json.dump(report, f, indent=1)
         f.write("\n")
