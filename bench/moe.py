@@ -292,11 +292,13 @@ def main(argv):
         report["points"] += points
         tables.append(table(points, g, stream))
         print("\n" + tables[-1] + "\n", flush=True)
-    with open(os.path.join(out, "moe.json"), "w") as f:
+    # A subset never overwrites the full results (bench/report.py reads moe.json).
+    stem = "moe" if not args.quick and args.grid == "all" else "moe-" + ("quick" if args.quick else args.grid)
+    with open(os.path.join(out, stem + ".json"), "w") as f:
         json.dump(report, f, indent=2)
-    with open(os.path.join(out, "moe.md"), "w") as f:
+    with open(os.path.join(out, stem + ".md"), "w") as f:
         f.write("\n\n".join(tables) + "\n")
-    print("wrote %s and %s" % (os.path.join(out, "moe.json"), os.path.join(out, "moe.md")))
+    print("wrote %s and %s" % (os.path.join(out, stem + ".json"), os.path.join(out, stem + ".md")))
     return 0
 
 

@@ -53,3 +53,9 @@ for i in "${!workloads[@]}"; do
     moe) "$PYTHON" "$HERE/moe.py" "$BUILD" "$@" ;;
   esac
 done
+
+# The report: docs/benchmarks.md, its charts and the README's headline
+# table, from the latest full run of each workload (subsets and smoke tests
+# write other files and never reach it).
+echo "== report =="
+"$PYTHON" "$HERE/report.py" "$BUILD/bench" --readme "$HERE/../README.md"

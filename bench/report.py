@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+# The benchmark report: one JSON of every figure and docs/benchmarks.md with charts, from the workloads' result files.
+"""Usage: bench/report.py BENCH_DIR [--docs DIR] [--readme README.md]
+
+Reads the result files the workload benchmarks wrote to BENCH_DIR
+(treelstm.json, moe.json; the quick or smoke-test variants are never used,
+so a report only shows full runs) and writes:
+
+  BENCH_DIR/report.json        every figure, with each run's machine and date
+  DOCS/benchmarks.md           tables: dynb against its `none` strategy, the
+                               PyTorch peers and the ceilings, per workload
+  DOCS/benchmarks/*.png        the charts (matplotlib)
+
+and, with --readme, replaces the README's headline table (between the
+'<!-- bench:headline -->' markers) with the one of this report, so every
+figure there comes from the same runs. Workloads without a result file are
+listed as not run.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+WORKLOADS = ("treelstm", "moe")
+
+
+def load(bench_dir):
+    found = {}
+    for w in WORKLOADS:
+        path = os.path.join(bench_dir, w + ".json")
+        if os.path.exists(path):
+            with open(path) as f:
+                found[w] = json.load(f)
+    return found
+
+
+def rate(v):
+    return "-" if v is None else "{:,.0f}".format(v)
+
+
+def ratio(a, b):
+    return "-" if not a or not b else "{:.1f}x".format(a / b)
+
+
+def pct(v):
+    return "-" if v is None else "{:.0f}%".format(100 * v)
+
+
+# ------------------------------------------------------------------ TreeLSTM
+
+def treelstm_rows(d, strategy, hdim):
+    return sorted((r for r in d["rows"] if r["kind"] == "grid" and r["hdim"] == hdim
+                   and r["strategy"] == strategy), key=lambda r: r["batch"])
+
+
+def treelstm_peer(d, hdim, mode, batch=None):
+    for p in d.get("peers", []):
+        if p["hdim"] == hdim and p["mode"] == mode and (batch is None or p["batch"] == batch):
+            return p
+    return None
+
+
+def treelstm_headline(d):
+    """(workload, setting, dynb, eager, by-hand, ceiling) at hdim 256, batch 64."""
+    hdim, batch = 256, 64
+    agenda = next((r for r in treelstm_rows(d, "agenda", hdim) if r["batch"] == batch), None)
+    if agenda is None:
+        return None
+    eager = treelstm_peer(d, hdim, "eager")
+    level = treelstm_peer(d, hdim, "level", batch)
+    ceil = d.get("gemm_ceilings", {}).get(str(hdim), {}).get("trees_per_second")
+    return dict(workload="TreeLSTM, SST dev", setting="hdim 256, batch 64, agenda",
+                unit="trees/s", dynb=agenda["trees_per_second"],
+                none=next((r["trees_per_second"] for r in treelstm_rows(d, "none", hdim)
+                           if r["batch"] == batch), None),
+                eager=eager and eager["trees_per_second"],
+                by_hand=level and level["trees_per_second"], ceiling=ceil)
+
+
+def treelstm_section(d, charts, plt):
+    lines = ["## TreeLSTM (SST dev, WORKLOADS.md §1)", "",
+             "Run: `%s` (%s, commit %s)." % (d["command"], d["machine"]["date"][:16],
+                                             d["machine"]["git_commit"][:12]), ""]
+    hdims = sorted({r["hdim"] for r in d["rows"] if r["kind"] == "grid"})
+    for hdim in hdims:
+        ceil = d.get("gemm_ceilings", {}).get(str(hdim), {}).get("trees_per_second")
+        eager = treelstm_peer(d, hdim, "eager")
+        lines += ["### hdim %d" % hdim, "",
+                  "| batch | none | depth | agenda | PyTorch by level | agenda / by level | "
+                  "agenda of ceiling | launches (agenda) / bound | JIT s | run s a pass |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for a in treelstm_rows(d, "agenda", hdim):
+            b = a["batch"]
+            none = next((r for r in treelstm_rows(d, "none", hdim) if r["batch"] == b), None)
+            depth = next((r for r in treelstm_rows(d, "depth", hdim) if r["batch"] == b), None)
+            level = treelstm_peer(d, hdim, "level", b)
+            lines.append("| %d | %s | %s | %s | %s | %s | %s | %d / %d | %.2f | %.3f |" % (
+                b, rate(none and none["trees_per_second"]), rate(depth and depth["trees_per_second"]),
+                rate(a["trees_per_second"]), rate(level and level["trees_per_second"]),
+                ratio(a["trees_per_second"], level and level["trees_per_second"]),
+                pct(a["trees_per_second"] / ceil if ceil else None), a["launches"],
+                a["lower_bound"], max(r["jit_seconds"] for r in (none, depth, a) if r),
+                a["median_pass_seconds"]))
+        lines += ["", "PyTorch eager (one tree at a time): %s trees/s; the ceiling (oneDNN on "
+                  "the workload's GEMMs as one static batch): %s trees/s." % (
+                      rate(eager and eager["trees_per_second"]), rate(ceil)), ""]
+    if plt:
+        fig, axes = plt.subplots(1, len(hdims), figsize=(5.5 * len(hdims), 4), squeeze=False)
+        for ax, hdim in zip(axes[0], hdims):
+            for s, style in (("none", "o:"), ("depth", "s--"), ("agenda", "D-")):
+                rows = treelstm_rows(d, s, hdim)
+                ax.plot([r["batch"] for r in rows], [r["trees_per_second"] for r in rows], style,
+                        label="dynb " + s)
+            peers = sorted((p for p in d.get("peers", []) if p["hdim"] == hdim and p["mode"] == "level"),
+                           key=lambda p: p["batch"])
+            if peers:
+                ax.plot([p["batch"] for p in peers], [p["trees_per_second"] for p in peers], "x-",
+                        label="PyTorch by level")
+            eager = treelstm_peer(d, hdim, "eager")
+            if eager:
+                ax.axhline(eager["trees_per_second"], color="grey", ls="-.", label="PyTorch eager")
+            ceil = d.get("gemm_ceilings", {}).get(str(hdim), {}).get("trees_per_second")
+            if ceil:
+                ax.axhline(ceil, color="black", lw=0.8, label="GEMM ceiling")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("batch size (trees)")
+            ax.set_ylabel("trees/s")
+            ax.set_title("TreeLSTM, hdim %d" % hdim)
+            ax.grid(True, which="both", alpha=0.3)
+        axes[0][0].legend(fontsize=8)
+        charts.append(save(plt, fig, "treelstm-throughput.png"))
+        lines += ["![TreeLSTM throughput against batch size](benchmarks/treelstm-throughput.png)", ""]
+
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for hdim in hdims:
+            rows = treelstm_rows(d, "agenda", hdim)
+            ax.plot([r["batch"] for r in rows], [r["launches"] / r["lower_bound"] for r in rows],
+                    "D-", label="agenda, hdim %d" % hdim)
+            rows = treelstm_rows(d, "none", hdim)
+            ax.plot([r["batch"] for r in rows], [r["launches"] / r["lower_bound"] for r in rows],
+                    "o:", label="none, hdim %d" % hdim)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("batch size (trees)")
+        ax.set_ylabel("launches / lower bound")
+        ax.set_title("TreeLSTM launches against the lower bound")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        charts.append(save(plt, fig, "treelstm-launches.png"))
+
+        fig, ax = plt.subplots(figsize=(6, 4))
+        rows = [r for r in d["rows"] if r["kind"] == "grid" and r["strategy"] == "agenda"]
+        labels = ["h%d b%d" % (r["hdim"], r["batch"]) for r in rows]
+        ax.bar([i - 0.2 for i in range(len(rows))], [r["median_pass_seconds"] for r in rows], 0.4,
+               label="run, one pass over SST dev")
+        jit = [max(x["jit_seconds"] for x in d["rows"] if x["kind"] == "grid" and x["hdim"] == r["hdim"])
+               for r in rows]
+        ax.bar([i + 0.2 for i in range(len(rows))], jit, 0.4, label="JIT (once a process)")
+        ax.set_xticks(range(len(rows)))
+        ax.set_xticklabels(labels, rotation=45, fontsize=8)
+        ax.set_ylabel("seconds")
+        ax.set_title("TreeLSTM (agenda): JIT against run time")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        charts.append(save(plt, fig, "treelstm-jit.png"))
+        lines += ["![launches against the lower bound](benchmarks/treelstm-launches.png)",
+                  "![JIT against run time](benchmarks/treelstm-jit.png)", ""]
+    if d.get("memory_check"):
+        m = d["memory_check"]
+        lines += ["Memory (all of SST train in batches of 64, agenda, hdim 256): " +
+                  ", ".join("%s %s" % (k, v) for k, v in m.items() if not isinstance(v, (list, dict))), ""]
+    lines += ["Headlines of that run:", ""] + ["- " + h for h in d.get("headlines", [])] + [""]
+    return lines
+
+
+# ------------------------------------------------------------------ MoE
+
+def moe_headline(d):
+    pts = [p for p in d["points"] if p["grid"] == "lm" and "skipped" not in p
+           and p["experts"] == 32 and p["tokens"] == 8192]
+    if not pts:
+        return None
+    p = pts[0]
+    peers = p.get("peers", {})
+    return dict(workload="Mixture of experts, LM", setting="d 512, h 1024, k 4, 32 experts, "
+                "8192 tokens, " + p["best"], unit="tokens/s",
+                dynb=p["strategies"][p["best"]]["tokens_per_second"],
+                none=p["strategies"]["none"]["tokens_per_second"],
+                eager=peers.get("eager", {}).get("tokens_per_second"),
+                by_hand=peers.get("grouped", {}).get("tokens_per_second"),
+                ceiling=p["dense"]["tokens_per_second"])
+
+
+def moe_section(d, charts, plt):
+    lines = ["## Mixture of experts (WORKLOADS.md §3)", "",
+             "Run: `tools/dev bench moe` (%s). Ceiling: one dense GEMM of the layer's FLOPs, "
+             "timed in the same run." % d["date"], ""]
+    for grid in ("seed", "lm"):
+        pts = [p for p in d["points"] if p["grid"] == grid]
+        if not pts:
+            continue
+        lines += ["### %s grid (d %d, hidden %d, k %d)" % (grid, pts[0]["d"], pts[0]["hidden"], pts[0]["k"]), "",
+                  "| experts | tokens | tok/expert | none | best batched | × none | PyTorch eager | "
+                  "PyTorch grouped | best / grouped | of dense GEMM |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for p in pts:
+            if "skipped" in p:
+                lines.append("| %d | %d | | | skipped: %s | | | | | |" % (p["experts"], p["tokens"], p["skipped"]))
+                continue
+            best = p["strategies"][p["best"]]["tokens_per_second"]
+            peers = p.get("peers", {})
+            g = peers.get("grouped", {}).get("tokens_per_second")
+            lines.append("| %d | %d | %.1f | %s | %s (%s) | %.1fx | %s | %s | %s | %s |" % (
+                p["experts"], p["tokens"], p["tokens_per_expert"],
+                rate(p["strategies"]["none"]["tokens_per_second"]), rate(best), p["best"],
+                p["speedup_over_none"], rate(peers.get("eager", {}).get("tokens_per_second")),
+                rate(g), ratio(best, g), pct(p["ratio_to_dense"])))
+        lines.append("")
+    if plt:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for grid, style in (("seed", "o"), ("lm", "D")):
+            pts = [p for p in d["points"] if p["grid"] == grid and "skipped" not in p]
+            ax.scatter([p["tokens_per_expert"] for p in pts], [p["ratio_to_dense"] for p in pts],
+                       marker=style, label="%s grid" % grid)
+        ax.axhline(0.85, color="black", lw=0.8, ls="--", label="target 85%")
+        ax.axvline(64, color="grey", lw=0.8, ls=":", label="64 tokens an expert")
+        ax.set_xscale("log")
+        ax.set_xlabel("tokens per expert")
+        ax.set_ylabel("fraction of the dense GEMM")
+        ax.set_title("MoE: best batched strategy against the ceiling")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        charts.append(save(plt, fig, "moe-ceiling.png"))
+        lines += ["![MoE against the dense GEMM](benchmarks/moe-ceiling.png)", ""]
+    return lines
+
+
+# ------------------------------------------------------------------ output
+
+OUT_DIR = None
+
+
+def save(plt, fig, name):
+    fig.tight_layout()
+    path = os.path.join(OUT_DIR, name)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def headline_table(heads):
+    lines = ["| workload | setting | dynb | × dynb none | × PyTorch eager | × PyTorch by hand | "
+             "of ceiling |", "|---|---|---:|---:|---:|---:|---:|"]
+    for h in heads:
+        lines.append("| %s | %s | %s %s | %s | %s | %s | %s |" % (
+            h["workload"], h["setting"], rate(h["dynb"]), h["unit"], ratio(h["dynb"], h["none"]),
+            ratio(h["dynb"], h["eager"]), ratio(h["dynb"], h["by_hand"]),
+            pct(h["dynb"] / h["ceiling"] if h["ceiling"] else None)))
+    return lines
+
+
+def main(argv):
+    global OUT_DIR
+    p = argparse.ArgumentParser(prog="bench/report.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("bench_dir")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p.add_argument("--docs", default=os.path.join(root, "docs"))
+    p.add_argument("--readme")
+    args = p.parse_args(argv)
+    found = load(args.bench_dir)
+    if not found:
+        print("bench/report.py: no full results in %s (run tools/dev bench first)" % args.bench_dir,
+              file=sys.stderr)
+        return 1
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("bench/report.py: matplotlib is missing (tools/dev deps --bench); no charts",
+              file=sys.stderr)
+        plt = None
+    OUT_DIR = os.path.join(args.docs, "benchmarks")
+    os.makedirs(OUT_DIR, exist_ok=True)
+    charts, heads, body = [], [], []
+    if "treelstm" in found:
+        h = treelstm_headline(found["treelstm"])
+        heads += [h] if h else []
+        body += treelstm_section(found["treelstm"], charts, plt)
+    if "moe" in found:
+        h = moe_headline(found["moe"])
+        heads += [h] if h else []
+        body += moe_section(found["moe"], charts, plt)
+    missing = [w for w in WORKLOADS if w not in found]
+    machine = found.get("treelstm", {}).get("machine", {})
+    md = ["# Benchmarks", "",
+          "Written by `bench/report.py` from the result files of `tools/dev bench` "
+          "(do not edit by hand). Machine: %s CPUs (%s). dynb's figures are the median "
+          "timed pass after a warm-up pass; the PyTorch peers run on the same inputs "
+          "and weights and their outputs match dynb's before their time counts "
+          "(bench/README.md)." % (machine.get("nproc", "?"), machine.get("cpu_model", "?")), "",
+          "## Headline", ""] + headline_table(heads) + [""]
+    if missing:
+        md += ["Not in this report (no full run found): %s." % ", ".join(missing), ""]
+    md += body
+    with open(os.path.join(args.docs, "benchmarks.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    with open(os.path.join(args.bench_dir, "report.json"), "w") as f:
+        json.dump({"headlines": heads, "results": found}, f, indent=1)
+    if args.readme:
+        with open(args.readme) as f:
+            text = f.read()
+        start, end = "<!-- bench:headline -->", "<!-- /bench:headline -->"
+        if start in text and end in text:
+            a, b = text.index(start) + len(start), text.index(end)
+            text = text[:a] + "\n" + "\n".join(headline_table(heads)) + "\n" + text[b:]
+            with open(args.readme, "w") as f:
+                f.write(text)
+        else:
+            print("bench/report.py: %s has no %s ... %s markers; not changed" % (args.readme, start, end),
+                  file=sys.stderr)
+    print("wrote %s, %d charts, and %s" % (os.path.join(args.docs, "benchmarks.md"), len(charts),
+                                           os.path.join(args.bench_dir, "report.json")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
