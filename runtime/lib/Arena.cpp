@@ -1,8 +1,10 @@
 //===- Arena.cpp - The one growable, 64-byte aligned block runs work in ---===//
 #include "dynb/Runtime/Arena.h"
 
-#include <cstdlib>
 #include <fmt/format.h>
+
+#include <cstdlib>
+#include <limits>
 
 using namespace dynb::rt;
 
@@ -13,7 +15,11 @@ Status Arena::reserve(int64_t bytes) {
     return Status::error(fmt::format("arena: negative size {}", bytes));
   if (bytes <= capacity_)
     return Status::ok();
-  // aligned_alloc wants a multiple of the alignment.
+  // aligned_alloc wants a multiple of the alignment; sizes within one
+  // alignment of INT64_MAX would overflow the rounding, and no machine has
+  // that much memory anyway.
+  if (bytes > std::numeric_limits<int64_t>::max() - kAlignment)
+    return Status::error(fmt::format("arena: cannot allocate {} bytes", bytes));
   int64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   // The old contents are dead between runs, so free before allocating rather
   // than holding both blocks at once.

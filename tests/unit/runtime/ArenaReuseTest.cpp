@@ -86,4 +86,9 @@ TEST(ArenaReuseTest, ArenaReserveAlignsAndOnlyGrows) {
   Status huge = arena.reserve(INT64_MAX / 2);
   EXPECT_FALSE(huge.isOk());
   EXPECT_NE(huge.message().find("cannot allocate"), std::string::npos);
+  // Rounding up a size this close to INT64_MAX would overflow.
+  Status edge = arena.reserve(INT64_MAX - 1);
+  EXPECT_FALSE(edge.isOk());
+  EXPECT_NE(edge.message().find("cannot allocate 9223372036854775806 bytes"),
+            std::string::npos);
 }
