@@ -37,6 +37,13 @@ MEMORY_HDIM, MEMORY_BATCH, MEMORY_STRATEGY = 256, 64, "agenda"
 MEMORY_EARLY = slice(20, 40)   # batches 20..39 (0-based): the arena has grown by then
 MEMORY_LATE_COUNT = 20         # compared with the mean of the last 20 batches
 MEMORY_GROWTH_LIMIT = 0.02
+# The scale check (issue 6): the dev set and the whole train set (7.8x the
+# trees) at batch 256; how throughput and peak memory grow with the work, and
+# peak memory against its floor: parameters, the activations one batch's
+# schedule holds live at once, and the outputs kept for every tree.
+SCALE_HDIM, SCALE_BATCH, SCALE_STRATEGY = 256, 256, "agenda"
+SCALE_SPLITS = ("dev", "train")
+SCALE_FLOOR_TARGET = 1.5
 # Headline targets, in trees per second of the agenda strategy at batch 64.
 TARGETS = {256: 5_000, OVERHEAD_HDIM: 40_000}
 HEADLINE_BATCH, HEADLINE_STRATEGY = 64, "agenda"
@@ -84,6 +91,8 @@ def benchmark_plan(quick):
     if not quick:
         plan.append(call("overhead", "dev", OVERHEAD_HDIM, OVERHEAD_BATCH, STRATEGIES, OVERHEAD_REPEAT))
         plan.append(call("memory", "train", MEMORY_HDIM, MEMORY_BATCH, [MEMORY_STRATEGY], 1))
+        for split in SCALE_SPLITS:
+            plan.append(call("scale", split, SCALE_HDIM, SCALE_BATCH, [SCALE_STRATEGY], 1))
     return plan
 
 
@@ -224,6 +233,61 @@ def memory_check(row, raw):
                   kept_outputs_growth_bytes=batches_apart * output_bytes_per_batch,
                   verdict="GROWS" if growth > MEMORY_GROWTH_LIMIT else "flat")
     return result
+
+
+def scale_row(row, raw):
+    """Throughput, peak resident memory and its floor for one scale run.
+
+    Memory is counted from the resident size at dynbc's start (its libraries
+    loaded, nothing read), so the floor is compared with what the work
+    added. The parts in between say where the rest goes."""
+    floor = raw["param_bytes"] + raw["peak_live_bytes"] + raw["output_bytes"]
+    used = raw["peak_rss_bytes"] - raw["rss_start_bytes"]
+    return {"split": row["split"], "instances": row["instances"], "nodes": row["nodes"],
+            "batch": row["batch"], "hdim": row["hdim"], "strategy": row["strategy"],
+            "trees_per_second": row["trees_per_second"],
+            "peak_rss_bytes": raw["peak_rss_bytes"], "rss_start_bytes": raw["rss_start_bytes"],
+            "graphs_bytes": raw["rss_after_load_bytes"] - raw["rss_start_bytes"],
+            "plans_bytes": raw["rss_after_plans_bytes"] - raw["rss_after_load_bytes"],
+            "run_bytes": raw["peak_rss_bytes"] - raw["rss_after_plans_bytes"],
+            "param_bytes": raw["param_bytes"], "peak_live_bytes": raw["peak_live_bytes"],
+            "output_bytes": raw["output_bytes"], "arena_bytes": raw["arena_bytes"],
+            "floor_bytes": floor, "used_bytes": used,
+            "over_floor": used / floor if floor > 0 else None}
+
+
+SCALE_COLUMNS = [
+    ("split", "split", "{}"), ("trees", "instances", "{:,}"), ("trees/s", "trees_per_second", "{:,.0f}"),
+    ("peak RSS MiB", "peak_rss_bytes", "mib"), ("at start", "rss_start_bytes", "mib"),
+    ("graphs", "graphs_bytes", "mib"), ("plans+JIT", "plans_bytes", "mib"), ("run", "run_bytes", "mib"),
+    ("floor MiB", "floor_bytes", "mib"), ("params", "param_bytes", "mib"),
+    ("live acts", "peak_live_bytes", "mib"), ("outputs", "output_bytes", "mib"),
+    ("arena", "arena_bytes", "mib"), ("used/floor", "over_floor", "{:.1f}x"),
+]
+SCALE_COLUMNS_TEXT = [title for title, _, _ in SCALE_COLUMNS]
+
+
+def scale_cells(scale):
+    def cell(r, key, spec):
+        v = r[key]
+        if v is None:
+            return "-"
+        return f"{v / 2**20:.1f}" if spec == "mib" else spec.format(v)
+    return [[cell(r, key, spec) for _, key, spec in SCALE_COLUMNS] for r in scale]
+
+
+def scale_lines(scale):
+    if len(scale) < 2:
+        return []
+    small, big = scale[0], scale[-1]
+    work = big["instances"] / small["instances"]
+    verdict = "met" if big["over_floor"] is not None and big["over_floor"] <= SCALE_FLOOR_TARGET else "NOT met"
+    return [f"scale, {SCALE_STRATEGY} hdim {SCALE_HDIM} batch {SCALE_BATCH}: {work:.1f}x the trees "
+            f"({small['split']} -> {big['split']}) runs at {big['trees_per_second'] / small['trees_per_second']:.2f}x "
+            f"the trees/s; peak RSS {small['peak_rss_bytes'] / 2**20:.0f} -> {big['peak_rss_bytes'] / 2**20:.0f} MiB; "
+            f"memory used over the start ({big['used_bytes'] / 2**20:.0f} MiB) is {big['over_floor']:.1f}x its floor "
+            f"({big['floor_bytes'] / 2**20:.0f} MiB: parameters, live activations, outputs; target "
+            f"{SCALE_FLOOR_TARGET}x: {verdict}); the imported graphs take {big['graphs_bytes'] / 2**20:.0f} MiB"]
 
 
 # ---------------------------------------------------------------- formatting
@@ -533,7 +597,7 @@ def main(argv):
           f"{100 * (machine['cpu_busy_share_before'] or 0):.0f}% busy before start; work dir {work_dir}", flush=True)
 
     started = time.monotonic()
-    calls, rows, memory = [], [], None
+    calls, rows, memory, scale = [], [], None, []
     for i, call in enumerate(plan, 1):
         print(f"[{i:>2}/{len(plan)}] {describe(call)} ...", end=" ", flush=True)
         argv, wall, results = runner.dynbc_call(call)
@@ -543,6 +607,8 @@ def main(argv):
             row = derive(call, raw)
             if call["kind"] == "memory":
                 memory = memory_check(row, raw)
+            elif call["kind"] == "scale":
+                scale.append(scale_row(row, raw))
             else:
                 rows.append(row)
     peer_rows = []
@@ -562,7 +628,7 @@ def main(argv):
             ceilings[hdim] = gemm_ceiling(build, work_dir, hdim, r["instances"], r["nodes"])
     command = reproduce_command(args)
     sections = table_sections(rows)
-    headlines = headline_lines(rows, memory, ceilings)
+    headlines = headline_lines(rows, memory, ceilings) + scale_lines(scale)
     for share, when in ((machine["cpu_busy_share_before"], "before the runs"),
                         (machine["cpu_busy_share_after"], "after them")):
         warning = busy_warning(share, when)
@@ -578,6 +644,9 @@ def main(argv):
     peers_md = peer_table(rows, peer_rows) if peer_rows else []
     if peers_md:
         text += ["", "PyTorch peers (trees/s; eager runs one tree at a time, so one figure an hdim)"] + peers_md
+    if scale:
+        text += ["", "Scale and memory (one pass each; MiB)",
+                 text_table(SCALE_COLUMNS_TEXT, scale_cells(scale))]
     text += ["", TIMING_NOTE, ""] + headlines
     print("\n".join(text))
 
@@ -597,6 +666,14 @@ def main(argv):
                f"within {PEER_ATOL} before its time counts. Eager: one tree, one node at a time; "
                "by level: the batch's nodes grouped by height, one set of matrix products a "
                "height (bench/peers/treelstm_torch.py).", ""] + peers_md
+    if scale:
+        md += ["", "## Scale and memory", "",
+               f"{SCALE_STRATEGY}, hdim {SCALE_HDIM}, batch {SCALE_BATCH}, one pass over each split. "
+               "Resident memory in MiB: at dynbc's start (libraries loaded), then what reading the "
+               "graphs, batching and planning (with the JIT), and running added. The floor is the "
+               "parameters, the most activations one batch's schedule holds live at once, and every "
+               "tree's output; used/floor is (peak - start) / floor.", "",
+               markdown_table(SCALE_COLUMNS_TEXT, scale_cells(scale))]
     md += ["", TIMING_NOTE, "", "## Headline", ""] + [f"- {l}" for l in headlines]
 
     json_path = os.path.join(out_dir, stem + ".json")
@@ -605,7 +682,7 @@ def main(argv):
               "machine": machine, "threads": args.threads, "dev_trees": args.trees or None,
               "seed": SEED,
               "wall_seconds": total_wall, "headlines": headlines, "rows": rows,
-              "memory_check": memory, "gemm_ceilings": ceilings, "peers": peer_rows,
+              "memory_check": memory, "scale": scale, "gemm_ceilings": ceilings, "peers": peer_rows,
               "calls": calls}
     with open(json_path, "w") as f:
         json.dump(report, f, indent=1)

@@ -231,3 +231,26 @@ void dynb::rt::planArena(Plan &plan) {
   }
   plan.arenaBytes = arenaBytes;
 }
+
+int64_t dynb::rt::peakLiveBytes(const Plan &plan) {
+  Lifetimes lifetimes(plan);
+  // +bytes where a buffer's life begins, -bytes one step after it ends; the
+  // running sum's maximum is the most that must be held at once.
+  std::vector<int64_t> delta(plan.steps.size() + 2, 0);
+  for (size_t id = 0; id < plan.buffers.size(); ++id) {
+    const BufferDesc &buffer = plan.buffers[id];
+    if (buffer.kind != BufferDesc::Kind::Arena || lifetimes.last[id] < 0)
+      continue;
+    int64_t bytes = std::max<int64_t>(buffer.rows, 0) *
+                    std::max<int64_t>(buffer.cols, 0) *
+                    static_cast<int64_t>(sizeof(float));
+    delta[lifetimes.first[id]] += bytes;
+    delta[lifetimes.last[id] + 1] -= bytes;
+  }
+  int64_t live = 0, peak = 0;
+  for (int64_t d : delta) {
+    live += d;
+    peak = std::max(peak, live);
+  }
+  return peak;
+}

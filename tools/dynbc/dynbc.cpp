@@ -309,6 +309,10 @@ int runStats(Session &session) {
   return 0;
 }
 
+// Resident memory with the libraries loaded and nothing read yet, and once
+// the graphs are read: the base the benchmarks' memory floor is set on.
+int64_t residentAtStart = 0, residentAfterLoad = 0;
+
 int runRun(Session &session) {
   auto strats = parseStrategies(/*single=*/false);
   if (!strats)
@@ -441,6 +445,12 @@ int runRun(Session &session) {
         {"dispatch_gemm_flops", int64_t(r->dispatchGemmFlops)},
         {"dispatch_param_bytes", int64_t(r->dispatchParamBytes)},
         {"peak_rss_bytes", peakResidentBytes()},
+        {"rss_start_bytes", residentAtStart},
+        {"rss_after_load_bytes", residentAfterLoad},
+        {"rss_after_plans_bytes", r->residentAfterPlans},
+        {"param_bytes", r->paramBytes},
+        {"peak_live_bytes", r->peakLiveBytes},
+        {"output_bytes", r->outputBytes},
         {"rss_after_batch_bytes",
          llvm::json::Array(std::vector<llvm::json::Value>(
              r->residentAfterBatch.begin(), r->residentAfterBatch.end()))},
@@ -520,8 +530,10 @@ int main(int argc, char **argv) {
                 maxMemory + "'");
   limits.maxMemoryBytes = *memory;
   session.setLimits(limits);
+  residentAtStart = residentBytes();
   if (failed(session.loadGraphs(inputPath)))
     return 1;
+  residentAfterLoad = residentBytes();
   if (compileCmd)
     return runCompile(session);
   if (statsCmd)

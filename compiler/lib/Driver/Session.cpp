@@ -303,6 +303,11 @@ FailureOr<RunResult> Session::run(const RunOptions &options) {
         << "; use a smaller --batch-size or raise --max-memory";
     return failure();
   }
+  result.paramBytes = int64_t(paramBytes(*module_));
+  for (const rt::Plan &plan : plans)
+    result.peakLiveBytes =
+        std::max(result.peakLiveBytes, rt::peakLiveBytes(plan));
+  result.residentAfterPlans = residentBytes();
   result.jitSeconds = kernels_->stats().jitSeconds - before.jitSeconds;
   result.modulesCompiled = kernels_->stats().compiled - before.compiled;
   result.planSeconds = secondsSince(t0) - result.jitSeconds;
@@ -341,6 +346,8 @@ FailureOr<RunResult> Session::run(const RunOptions &options) {
     }
     result.residentAfterBatch.push_back(residentBytes());
   }
+  for (const std::vector<float> &v : result.outputs.values)
+    result.outputBytes += int64_t(v.size() * sizeof(float));
   rt::ExecutorStats beforeTimed = executor.stats();
   for (unsigned r = 0; r < options.repeat; ++r) {
     auto start = std::chrono::steady_clock::now();

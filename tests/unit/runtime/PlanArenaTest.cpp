@@ -202,3 +202,27 @@ TEST(PlanArenaTest, PlansOneHundredThousandBuffersQuickly) {
     total += bufferBytes(buffer);
   EXPECT_LT(plan.arenaBytes, total / 10);
 }
+
+TEST(PlanArenaTest, PeakLiveBytesCountsBuffersLiveTogether) {
+  // A chain of three 8x8 buffers, a wide 2x64 one live beside the first two
+  // steps only, and an output that lives to the end.
+  Plan plan;
+  std::vector<BufferId> chain;
+  for (int i = 0; i < 3; ++i)
+    chain.push_back(plan.addArenaBuffer(8, 8));
+  BufferId wide = plan.addArenaBuffer(2, 64);
+  BufferId output = plan.addArenaBuffer(1, 5);
+  BufferId weight = plan.addParameterBuffer("w", 64, 64);
+  plan.steps.push_back(touching(plan, {chain[0], chain[1], wide, weight}));
+  plan.steps.push_back(touching(plan, {chain[1], chain[2], wide}));
+  plan.steps.push_back(touching(plan, {chain[2], output}));
+  plan.outputs.push_back(wholeBuffer(plan, output));
+  // Step 0 holds chain 0 and 1 and the wide buffer (256 + 256 + 512 bytes);
+  // parameters are not activations and the output starts later.
+  EXPECT_EQ(peakLiveBytes(plan), 256 + 256 + 512);
+  planArena(plan);
+  EXPECT_GE(plan.arenaBytes, peakLiveBytes(plan));
+
+  Plan empty;
+  EXPECT_EQ(peakLiveBytes(empty), 0);
+}

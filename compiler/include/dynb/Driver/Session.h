@@ -66,6 +66,13 @@ struct RunResult {
   /// Resident memory after each batch of the warm-up pass: flat once the
   /// arena has grown to the largest batch.
   std::vector<int64_t> residentAfterBatch;
+  /// The memory floor's parts (bytes): the parameters, the most arena
+  /// buffers one batch's schedule holds live at once (over every batch),
+  /// and the outputs of every instance, which are kept to the end.
+  int64_t paramBytes = 0, peakLiveBytes = 0, outputBytes = 0;
+  /// Resident memory when the plans are built and before the executor
+  /// allocates: the graphs, their schedules and plans, the JIT's code.
+  int64_t residentAfterPlans = 0;
   StackedOutputs outputs;
 
   double medianPassSeconds() const;

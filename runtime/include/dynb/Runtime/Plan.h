@@ -152,6 +152,10 @@ struct Plan {
 /// memory. Offsets are 64-byte aligned.
 void planArena(Plan &plan);
 
+/// The most bytes of arena buffers (unaligned) that are live at one step:
+/// what this schedule needs at least, however well the arena packs them.
+int64_t peakLiveBytes(const Plan &plan);
+
 } // namespace dynb::rt
 
 #endif // DYNB_RUNTIME_PLAN_H
