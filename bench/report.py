@@ -171,6 +171,22 @@ def treelstm_section(d, charts, plt):
         m = d["memory_check"]
         lines += ["Memory (all of SST train in batches of 64, agenda, hdim 256): " +
                   ", ".join("%s %s" % (k, v) for k, v in m.items() if not isinstance(v, (list, dict))), ""]
+    if d.get("scale"):
+        lines += ["### Scale and memory", "",
+                  "The dev set and all of train (agenda, hdim 256, batch 256, one pass each). "
+                  "MiB of resident memory: peak, at dynbc's start, and what reading the graphs, "
+                  "planning (with the JIT) and running added; the floor is the parameters, the "
+                  "activations one batch holds live at once and every tree's output.", "",
+                  "| split | trees | trees/s | peak RSS | at start | graphs | plans + JIT | run "
+                  "| floor | used / floor |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in d["scale"]:
+            lines.append("| %s | %d | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s |" % (
+                r["split"], r["instances"], rate(r["trees_per_second"]),
+                *(r[k] / 2**20 for k in ("peak_rss_bytes", "rss_start_bytes", "graphs_bytes",
+                                         "plans_bytes", "run_bytes", "floor_bytes")),
+                "-" if r["over_floor"] is None else "%.1fx" % r["over_floor"]))
+        lines.append("")
     lines += ["Headlines of that run:", ""] + ["- " + h for h in d.get("headlines", [])] + [""]
     return lines
 
