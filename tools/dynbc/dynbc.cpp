@@ -7,6 +7,7 @@
 #include "dynb/Analysis/Signature.h"
 #include "dynb/Driver/FiniteCheck.h"
 #include "dynb/Driver/Session.h"
+#include "dynb/JIT/GpuKernelCompiler.h"
 #include "dynb/JIT/KernelCompiler.h"
 #include "dynb/Runtime/NpyWriter.h"
 
@@ -56,7 +57,7 @@ static cl::opt<int64_t> batchSize(
     cl::init(0), cl::sub(compileCmd), cl::sub(runCmd), cl::sub(statsCmd),
     cl::cat(dynbCat));
 
-enum class Emit { Dynb, Batched, Linalg, LLVM };
+enum class Emit { Dynb, Batched, Linalg, LLVM, Gpu, Ptx };
 static cl::opt<Emit> emit(
     "emit", cl::desc("The stage to print"), cl::init(Emit::Batched),
     cl::values(clEnumValN(Emit::Dynb, "dynb",
@@ -67,8 +68,25 @@ static cl::opt<Emit> emit(
                           "each launched module as GEMM steps and fused linalg "
                           "kernels, batch size a runtime dimension"),
                clEnumValN(Emit::LLVM, "llvm",
-                          "the kernels as optimised LLVM IR for this machine")),
+                          "the kernels as optimised LLVM IR for this machine"),
+               clEnumValN(Emit::Gpu, "gpu",
+                          "the kernels as GPU launches and outlined "
+                          "gpu.module kernels (gpu dialect)"),
+               clEnumValN(Emit::Ptx, "ptx",
+                          "the kernels as PTX for --gpu-chip, one module a "
+                          "launch")),
     cl::sub(compileCmd), cl::cat(dynbCat));
+
+static cl::opt<std::string>
+    gpuChip("gpu-chip",
+            cl::desc("NVPTX chip of --emit=ptx (default sm_90; sm_75 for PTX "
+                     "any GPU from Turing on runs)"),
+            cl::init(GpuTarget().chip), cl::sub(compileCmd), cl::cat(dynbCat));
+static cl::opt<std::string> gpuFeatures(
+    "gpu-features",
+    cl::desc("NVPTX features of --emit=ptx: the PTX ISA version (default "
+             "+ptx80)"),
+    cl::init(GpuTarget().features), cl::sub(compileCmd), cl::cat(dynbCat));
 
 static cl::opt<std::string>
     outputPath("o", cl::desc("Output file for compile (default: stdout)"),
@@ -200,6 +218,31 @@ int writeText(const std::string &text) {
   return 0;
 }
 
+/// --emit=gpu and --emit=ptx of one module's kernels. PTX modules are
+/// separated by comment lines naming them (tests/lit/dynbc/Inputs/split-ptx.py
+/// splits them for ptxas).
+LogicalResult emitGpu(ModuleOp kernels, llvm::raw_ostream &os) {
+  GpuTarget target;
+  target.chip = gpuChip;
+  target.features = gpuFeatures;
+  if (failed(mapKernelsToGpu(kernels, target)))
+    return failure();
+  if (emit == Emit::Gpu) {
+    kernels.print(os);
+    os << "\n";
+    return success();
+  }
+  if (failed(lowerGpuModulesToNVVM(kernels)))
+    return failure();
+  auto ptx = compileGpuModulesToPtx(kernels, target);
+  if (failed(ptx))
+    return failure();
+  for (const PtxModule &m : *ptx)
+    os << "// ---- ptx module @" << m.name << " (" << target.chip << ")\n"
+       << m.ptx << "// ---- end ptx module @" << m.name << "\n";
+  return success();
+}
+
 int runCompile(Session &session) {
   auto strats = parseStrategies(/*single=*/true);
   if (!strats)
@@ -244,6 +287,11 @@ int runCompile(Session &session) {
       if (emit == Emit::Linalg) {
         (*lowered)->kernels->print(os);
         os << "\n";
+        continue;
+      }
+      if (emit == Emit::Gpu || emit == Emit::Ptx) {
+        if (failed(emitGpu(*(*lowered)->kernels, os)))
+          return 1;
         continue;
       }
       if (failed(lowerKernelsToLLVMDialect(*(*lowered)->kernels)) ||
@@ -501,8 +549,8 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "dynb: batch and compile dynamic neural network graphs\n\n"
-      "  dynbc compile IN [-o OUT] [--emit=dynb|batched|linalg|llvm] "
-      "[--strategy=S]\n"
+      "  dynbc compile IN [-o OUT] "
+      "[--emit=dynb|batched|linalg|llvm|gpu|ptx] [--strategy=S]\n"
       "  dynbc run IN (--params P.safetensors | --seed N) [--strategy=S,...] "
       "[--batch-size N] [--check] [--output OUT.npy]\n"
       "  dynbc stats IN [--strategy=S,...] [--batch-size N]\n");
