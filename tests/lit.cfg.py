@@ -24,3 +24,8 @@ ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
 if os.access(ptxas, os.X_OK):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+
+# A stand-in CUDA driver library with no device (tests/unit/runtime
+# FakeCudaDriver.cpp), for the paths of --device=cuda a machine without a
+# GPU never takes.
+config.substitutions.append(("%fake_cuda", os.path.join(config.dynb_obj_root, "lib", "libdynb-fake-cuda.so")))

@@ -9,6 +9,7 @@
 #include "dynb/Driver/Session.h"
 #include "dynb/JIT/GpuKernelCompiler.h"
 #include "dynb/JIT/KernelCompiler.h"
+#include "dynb/Runtime/CudaDriver.h"
 #include "dynb/Runtime/NpyWriter.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -22,6 +23,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <fmt/format.h>
+
+#include <cstdlib>
 
 using namespace mlir;
 using namespace dynb;
@@ -139,6 +142,14 @@ static cl::opt<bool> profileSteps(
     "profile",
     cl::desc("Time the runtime's steps by kind (gather, GEMM, kernel) and "
              "print where each strategy's run time goes"),
+    cl::sub(runCmd), cl::cat(dynbCat));
+enum class Device { Cpu, Cuda };
+static cl::opt<Device> device(
+    "device", cl::desc("Where plans run (default cpu)"), cl::init(Device::Cpu),
+    cl::values(clEnumValN(Device::Cpu, "cpu", "this machine's cores"),
+               clEnumValN(Device::Cuda, "cuda",
+                          "an NVIDIA GPU through the CUDA driver (not yet "
+                          "able to run plans; see docs/gpu.md)")),
     cl::sub(runCmd), cl::cat(dynbCat));
 static cl::opt<std::string>
     reportPath("report",
@@ -357,10 +368,32 @@ int runStats(Session &session) {
   return 0;
 }
 
+/// --device=cuda: the driver and a device must be there, and then the
+/// backend must say plainly that it cannot run plans yet.
+/// DYNB_CUDA_LIBRARY names another driver library (the tests' stand-in).
+int refuseCuda() {
+  const char *library = std::getenv("DYNB_CUDA_LIBRARY");
+  std::unique_ptr<rt::CudaDriver> driver;
+  if (rt::Status s = rt::CudaDriver::load(
+          driver, library ? library : rt::kCudaDriverLibrary))
+    return fail(s.message() + "; no output written");
+  rt::CudaDeviceInfo info;
+  if (rt::Status s = driver->deviceInfo(0, info))
+    return fail(s.message() + "; no output written");
+  return fail(fmt::format(
+      "the CUDA backend does not yet run plans: found {} (sm_{}{}, {} "
+      "device(s)); its kernels compile to PTX (dynbc compile --emit=ptx), "
+      "but GEMMs, gathers and plan execution on the device are not "
+      "implemented; use --device=cpu; no output written",
+      info.name, info.computeMajor, info.computeMinor, driver->deviceCount()));
+}
+
 int runRun(Session &session) {
   auto strats = parseStrategies(/*single=*/false);
   if (!strats)
     return 1;
+  if (device == Device::Cuda)
+    return refuseCuda();
   bool haveParams = paramsPath.getNumOccurrences() > 0;
   bool haveSeed = seed.getNumOccurrences() > 0;
   if (haveParams == haveSeed)
@@ -552,7 +585,7 @@ int main(int argc, char **argv) {
       "  dynbc compile IN [-o OUT] "
       "[--emit=dynb|batched|linalg|llvm|gpu|ptx] [--strategy=S]\n"
       "  dynbc run IN (--params P.safetensors | --seed N) [--strategy=S,...] "
-      "[--batch-size N] [--check] [--output OUT.npy]\n"
+      "[--batch-size N] [--check] [--output OUT.npy] [--device=cpu|cuda]\n"
       "  dynbc stats IN [--strategy=S,...] [--batch-size N]\n");
   if (!compileCmd && !runCmd && !statsCmd) {
     cl::PrintHelpMessage();
