@@ -2,6 +2,7 @@
 #include "dynb/JIT/GpuKernelCompiler.h"
 #include "dynb/Lowering/ModuleLowering.h"
 #include "dynb/Runtime/CudaDriver.h"
+#include "dynb/Runtime/CudaKernel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -142,23 +143,6 @@ TEST(GpuKernels, UnknownChipIsRefused) {
       << diags;
 }
 
-/// A [rows x cols] window of a device buffer, passed as the memref
-/// descriptor the kernels take: pointers, offset, sizes, strides.
-struct Window {
-  rt::cuda::DevicePtr base = 0;
-  int64_t offset = 0, rows = 0, cols = 0, stride = 0;
-  // Storage for cuLaunchKernel's pointers to each value.
-  uint64_t fields[7] = {};
-  void pack(std::vector<void *> &params) {
-    int64_t values[7] = {int64_t(base), int64_t(base), offset, rows,
-                         cols,          stride,        1};
-    for (int i = 0; i < 7; ++i) {
-      fields[i] = uint64_t(values[i]);
-      params.push_back(&fields[i]);
-    }
-  }
-};
-
 // The fused kernel on the GPU over strided windows, against the formula on
 // the host. Needs an NVIDIA GPU and driver; skips (with the reason) without.
 TEST(GpuKernels, FusedKernelMatchesTheHostOnTheDevice) {
@@ -204,15 +188,14 @@ TEST(GpuKernels, FusedKernelMatchesTheHostOnTheDevice) {
   ASSERT_TRUE(ctx->copyToDevice(db, b.data(), b.size() * 4).isOk());
   ASSERT_TRUE(ctx->copyToDevice(dout, out.data(), out.size() * 4).isOk());
 
-  Window wa{da, col, rows, cols, wide}, wb{db, col, rows, cols, wide},
+  rt::DeviceWindow wa{da, col, rows, cols, wide}, wb{db, col, rows, cols, wide},
       wo{dout, 0, rows, cols, cols};
-  Window *byArg[3] = {&wa, &wb, &wo};
-  std::vector<void *> params;
+  const rt::DeviceWindow byArg[3] = {wa, wb, wo};
+  std::vector<rt::DeviceWindow> windows;
   for (unsigned arg : l.args)
-    byArg[arg]->pack(params);
-  unsigned threads = target.blockSize;
-  unsigned blocks = unsigned((rows * cols + threads - 1) / threads);
-  rt::Status launched = ctx->launch(fn, blocks, threads, params.data());
+    windows.push_back(byArg[arg]);
+  rt::Status launched =
+      rt::launchElementwise(*ctx, fn, windows, target.blockSize);
   ASSERT_TRUE(launched.isOk()) << launched.message();
   ASSERT_TRUE(ctx->synchronize().isOk());
   ASSERT_TRUE(ctx->copyToHost(out.data(), dout, out.size() * 4).isOk());
