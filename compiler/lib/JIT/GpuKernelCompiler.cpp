@@ -2,6 +2,7 @@
 #include "dynb/JIT/GpuKernelCompiler.h"
 #include "dynb/JIT/KernelCompiler.h"
 #include "dynb/Lowering/ModuleLowering.h"
+#include "dynb/Transforms/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -20,6 +21,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -39,6 +41,11 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 
+namespace dynb {
+#define GEN_PASS_DEF_GPUMODULETONVVM
+#include "dynb/Transforms/Passes.h.inc"
+} // namespace dynb
+
 using namespace mlir;
 using namespace dynb;
 
@@ -46,20 +53,27 @@ static constexpr llvm::StringLiteral kNvptxTriple = "nvptx64-nvidia-cuda";
 
 namespace {
 
-/// gpu.module contents to the LLVM and NVVM dialects. Upstream's
-/// convert-gpu-to-nvvm turns math ops and their LLVM intrinsics (floor,
-/// fabs) into libdevice calls; the polynomial expansions need only floor,
-/// fabs and fma, which are single PTX instructions, so those intrinsics stay
-/// legal here and no libdevice is linked.
-struct LowerGpuModuleToNVVMPass
-    : public PassWrapper<LowerGpuModuleToNVVMPass,
-                         OperationPass<gpu::GPUModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerGpuModuleToNVVMPass)
-  StringRef getArgument() const final { return "dynb-gpu-module-to-nvvm"; }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<LLVM::LLVMDialect, NVVM::NVVMDialect>();
-  }
+/// gpu.module contents to the LLVM and NVVM dialects (see Passes.td: the
+/// polynomial expansions need only floor, fabs and fma, which are single PTX
+/// instructions, so those intrinsics stay legal and no libdevice is linked).
+/// In this file rather than its own: one MLIR translation unit fewer to
+/// build on a 2-core machine.
+struct GpuModuleToNVVMPass
+    : public dynb::impl::GpuModuleToNVVMBase<GpuModuleToNVVMPass> {
   void runOnOperation() override {
+    // The NVVM patterns would turn a math op into a libdevice call, which
+    // the PTX could not resolve: refuse it here, at the op.
+    WalkResult math = getOperation().walk([](Operation *op) {
+      if (!isa<math::MathDialect>(op->getDialect()))
+        return WalkResult::advance();
+      op->emitError("'")
+          << op->getName()
+          << "' would need libdevice on the GPU: expand it (dynb-expand-math) "
+             "or lower it to LLVM intrinsics (convert-math-to-llvm) first";
+      return WalkResult::interrupt();
+    });
+    if (math.wasInterrupted())
+      return signalPassFailure();
     MLIRContext *ctx = &getContext();
     LowerToLLVMOptions options(ctx);
     LLVMTypeConverter converter(ctx, options);
@@ -107,8 +121,8 @@ LogicalResult dynb::mapKernelsToGpu(ModuleOp kernels, const GpuTarget &target) {
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createExpandMathPass());
   pm.addPass(createCanonicalizerPass());
-  pm.addNestedPass<func::FuncOp>(
-      createMapParallelLoopsToGpuPass(target.blockSize));
+  pm.addNestedPass<func::FuncOp>(createMapParallelLoopsToGpu(
+      MapParallelLoopsToGpuOptions{target.blockSize}));
   // Constants and memref.dim move into the launch body, so the outlined
   // kernel's arguments are the memrefs alone (the ABI in the header).
   pm.addPass(createGpuLauchSinkIndexComputationsPass());
@@ -124,7 +138,7 @@ LogicalResult dynb::lowerGpuModulesToNVVM(ModuleOp kernels) {
   OpPassManager &gpuPm = pm.nest<gpu::GPUModuleOp>();
   gpuPm.addPass(createConvertSCFToCFPass());
   gpuPm.addPass(createConvertMathToLLVMPass());
-  gpuPm.addPass(std::make_unique<LowerGpuModuleToNVVMPass>());
+  gpuPm.addPass(createGpuModuleToNVVM());
   gpuPm.addPass(createReconcileUnrealizedCastsPass());
   return pm.run(kernels);
 }

@@ -10,34 +10,32 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dynb/JIT/GpuKernelCompiler.h"
+#include "dynb/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/IRMapping.h"
+
+namespace dynb {
+#define GEN_PASS_DEF_MAPPARALLELLOOPSTOGPU
+#include "dynb/Transforms/Passes.h.inc"
+} // namespace dynb
 
 using namespace mlir;
 
 namespace {
 
 struct MapParallelLoopsToGpuPass
-    : public PassWrapper<MapParallelLoopsToGpuPass,
-                         OperationPass<func::FuncOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(MapParallelLoopsToGpuPass)
-
-  explicit MapParallelLoopsToGpuPass(unsigned blockSize)
-      : blockSize(blockSize) {}
-
-  StringRef getArgument() const final { return "dynb-map-parallel-to-gpu"; }
-  StringRef getDescription() const final {
-    return "Rewrite outermost scf.parallel loops into 1-D gpu.launch ops";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, gpu::GPUDialect, scf::SCFDialect>();
-  }
+    : public dynb::impl::MapParallelLoopsToGpuBase<MapParallelLoopsToGpuPass> {
+  using MapParallelLoopsToGpuBase::MapParallelLoopsToGpuBase;
 
   void runOnOperation() override {
+    if (blockSize == 0) {
+      getOperation().emitError("dynb-map-parallel-to-gpu: block-size must be "
+                               "positive");
+      return signalPassFailure();
+    }
     SmallVector<scf::ParallelOp> loops;
     getOperation().walk([&](scf::ParallelOp loop) {
       if (!loop->getParentOfType<scf::ParallelOp>())
@@ -49,8 +47,6 @@ struct MapParallelLoopsToGpuPass
   }
 
   LogicalResult mapLoop(scf::ParallelOp loop);
-
-  unsigned blockSize;
 };
 
 /// Iterations of one loop dimension: ceil((ub - lb) / step), or 0 when the
@@ -107,8 +103,9 @@ LogicalResult MapParallelLoopsToGpuPass::mapLoop(scf::ParallelOp loop) {
   Block &body = launch.getBody().front();
   b.setInsertionPointToStart(&body);
   auto [counts, total] = tripCounts(b, loop);
-  Value blockBase = b.create<arith::MulIOp>(loc, launch.getBlockIds().x,
-                                            launch.getBlockSizeX());
+  // The block size as the constant, not gpu.block_dim: the kernel is
+  // compiled for it (.maxntid), and a known factor makes cheaper code.
+  Value blockBase = b.create<arith::MulIOp>(loc, launch.getBlockIds().x, block);
   Value id = b.create<arith::AddIOp>(loc, blockBase, launch.getThreadIds().x);
   Value inRange =
       b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, id, total);
@@ -142,8 +139,3 @@ LogicalResult MapParallelLoopsToGpuPass::mapLoop(scf::ParallelOp loop) {
 }
 
 } // namespace
-
-std::unique_ptr<Pass>
-dynb::createMapParallelLoopsToGpuPass(unsigned blockSize) {
-  return std::make_unique<MapParallelLoopsToGpuPass>(blockSize);
-}

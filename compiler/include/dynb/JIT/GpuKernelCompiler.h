@@ -8,6 +8,9 @@
 // as on the CPU, and what remains (floor, fabs, fma) are native PTX
 // instructions.
 //
+// The two passes of our own (dynb-map-parallel-to-gpu,
+// dynb-gpu-module-to-nvvm) are declared in dynb/Transforms/Passes.td.
+//
 // Kernel ABI (what a launcher passes): every memref argument an outlined
 // kernel uses, in the order of the gpu.launch_func operands (see
 // `dynbc compile --emit=gpu`), expanded as MLIR's memref descriptor:
@@ -20,7 +23,6 @@
 #define DYNB_JIT_GPUKERNELCOMPILER_H
 
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/Pass/Pass.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <memory>
@@ -45,11 +47,6 @@ struct PtxModule {
   std::string name;
   std::string ptx;
 };
-
-/// Rewrites every outermost scf.parallel of a function into a gpu.launch
-/// over a 1-D grid of `blockSize`-thread blocks: the thread with linear id t
-/// runs the iteration whose row-major linear index is t, if there is one.
-std::unique_ptr<mlir::Pass> createMapParallelLoopsToGpuPass(unsigned blockSize);
 
 /// Lowers a kernels module (linalg on memrefs, as ModuleLowering makes it)
 /// in place to host functions that launch outlined GPU kernels (scf, memref,
