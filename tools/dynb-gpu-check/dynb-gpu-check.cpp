@@ -13,7 +13,6 @@
 #include "dynb/Runtime/CudaDriver.h"
 #include "dynb/Runtime/CudaKernel.h"
 
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/CommandLine.h"
@@ -100,11 +99,11 @@ mlir::FailureOr<Compiled> compileGates(int64_t w, const GpuTarget &target) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
   c.ptx = ptx->front().ptx;
-  module->walk([&](mlir::gpu::LaunchFuncOp launch) {
-    c.kernel = launch.getKernelName().str();
-    for (mlir::Value v : launch.getKernelOperands())
-      c.args.push_back(mlir::cast<mlir::BlockArgument>(v).getArgNumber());
-  });
+  auto launches = describeGpuLaunches(*module);
+  if (failed(launches) || launches->size() != 1)
+    return mlir::failure();
+  c.kernel = launches->front().kernel;
+  c.args.assign(launches->front().args.begin(), launches->front().args.end());
   return c;
 }
 

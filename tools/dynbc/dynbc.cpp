@@ -245,12 +245,22 @@ LogicalResult emitGpu(ModuleOp kernels, llvm::raw_ostream &os) {
   }
   if (failed(lowerGpuModulesToNVVM(kernels)))
     return failure();
+  auto launches = describeGpuLaunches(kernels);
   auto ptx = compileGpuModulesToPtx(kernels, target);
-  if (failed(ptx))
+  if (failed(launches) || failed(ptx))
     return failure();
-  for (const PtxModule &m : *ptx)
-    os << "// ---- ptx module @" << m.name << " (" << target.chip << ")\n"
-       << m.ptx << "// ---- end ptx module @" << m.name << "\n";
+  for (const PtxModule &m : *ptx) {
+    os << "// ---- ptx module @" << m.name << " (" << target.chip << ")";
+    for (const GpuLaunch &l : *launches)
+      if (l.module == m.name) {
+        os << ": entry " << l.kernel << ", launched by @" << l.hostFunction
+           << "(";
+        llvm::interleaveComma(l.args, os,
+                              [&](unsigned a) { os << "arg" << a; });
+        os << ")";
+      }
+    os << "\n" << m.ptx << "// ---- end ptx module @" << m.name << "\n";
+  }
   return success();
 }
 

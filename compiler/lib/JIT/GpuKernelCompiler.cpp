@@ -128,7 +128,37 @@ LogicalResult dynb::mapKernelsToGpu(ModuleOp kernels, const GpuTarget &target) {
   pm.addPass(createGpuLauchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createCanonicalizerPass());
-  return pm.run(kernels);
+  if (failed(pm.run(kernels)))
+    return failure();
+  // The ABI holds (every kernel argument a memref of the kernel function).
+  return describeGpuLaunches(kernels);
+}
+
+FailureOr<SmallVector<GpuLaunch>> dynb::describeGpuLaunches(ModuleOp kernels) {
+  SmallVector<GpuLaunch> out;
+  WalkResult walked = kernels.walk([&](gpu::LaunchFuncOp launch) {
+    GpuLaunch l;
+    auto host = launch->getParentOfType<func::FuncOp>();
+    l.hostFunction = host ? host.getName().str() : "";
+    l.module = launch.getKernelModuleName().str();
+    l.kernel = launch.getKernelName().str();
+    for (Value v : launch.getKernelOperands()) {
+      auto arg = dyn_cast<BlockArgument>(v);
+      if (!host || !arg || arg.getOwner() != &host.getBody().front() ||
+          !isa<MemRefType>(v.getType())) {
+        launch.emitError("GPU kernel argument ")
+            << l.args.size()
+            << " is not a memref argument of the kernel function";
+        return WalkResult::interrupt();
+      }
+      l.args.push_back(arg.getArgNumber());
+    }
+    out.push_back(std::move(l));
+    return WalkResult::advance();
+  });
+  if (walked.wasInterrupted())
+    return failure();
+  return out;
 }
 
 LogicalResult dynb::lowerGpuModulesToNVVM(ModuleOp kernels) {

@@ -5,7 +5,6 @@
 #include "dynb/Runtime/CudaKernel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -66,17 +65,10 @@ module {
 }
 )mlir";
 
-/// A launch: which kernel, and which host-function argument each kernel
-/// memref is (the ABI of GpuKernelCompiler.h).
-struct Launch {
-  std::string function, module, kernel;
-  std::vector<unsigned> args;
-};
-
 struct CompiledKernels {
   MLIRContext ctx;
   OwningOpRef<ModuleOp> module;
-  std::vector<Launch> launches;
+  SmallVector<GpuLaunch> launches;
   std::map<std::string, std::string> ptx; // by gpu.module name
 };
 
@@ -98,15 +90,10 @@ std::unique_ptr<CompiledKernels> compile(const GpuTarget &target,
     return nullptr;
   for (const PtxModule &m : *ptx)
     c->ptx[m.name] = m.ptx;
-  c->module->walk([&](gpu::LaunchFuncOp launch) {
-    Launch l;
-    l.function = launch->getParentOfType<func::FuncOp>().getName().str();
-    l.module = launch.getKernelModuleName().str();
-    l.kernel = launch.getKernelName().str();
-    for (Value v : launch.getKernelOperands())
-      l.args.push_back(cast<BlockArgument>(v).getArgNumber());
-    c->launches.push_back(std::move(l));
-  });
+  auto launches = describeGpuLaunches(*c->module);
+  if (failed(launches))
+    return nullptr;
+  c->launches = std::move(*launches);
   return c;
 }
 
@@ -115,14 +102,14 @@ TEST(GpuKernels, OneEntryPerLaunchAndNoCalls) {
   auto c = compile(GpuTarget(), diags);
   ASSERT_NE(c, nullptr) << diags;
   ASSERT_EQ(c->launches.size(), 3u);
-  EXPECT_EQ(c->launches[0].function, "t_k0");
-  EXPECT_EQ(c->launches[0].args, (std::vector<unsigned>{0, 1, 2}));
-  EXPECT_EQ(c->launches[1].function, "t_k1");
-  EXPECT_EQ(c->launches[1].args, (std::vector<unsigned>{0, 2}));
-  EXPECT_EQ(c->launches[2].function, "t_k1");
-  EXPECT_EQ(c->launches[2].args, (std::vector<unsigned>{1, 3}));
+  EXPECT_EQ(c->launches[0].hostFunction, "t_k0");
+  EXPECT_EQ(c->launches[0].args, (SmallVector<unsigned, 4>{0, 1, 2}));
+  EXPECT_EQ(c->launches[1].hostFunction, "t_k1");
+  EXPECT_EQ(c->launches[1].args, (SmallVector<unsigned, 4>{0, 2}));
+  EXPECT_EQ(c->launches[2].hostFunction, "t_k1");
+  EXPECT_EQ(c->launches[2].args, (SmallVector<unsigned, 4>{1, 3}));
   ASSERT_EQ(c->ptx.size(), 3u);
-  for (const Launch &l : c->launches) {
+  for (const GpuLaunch &l : c->launches) {
     ASSERT_TRUE(c->ptx.count(l.module)) << l.module;
     const std::string &ptx = c->ptx[l.module];
     EXPECT_NE(ptx.find(".target sm_90"), std::string::npos);
@@ -164,7 +151,7 @@ TEST(GpuKernels, FusedKernelMatchesTheHostOnTheDevice) {
   std::unique_ptr<rt::CudaContext> ctx;
   rt::Status made = rt::CudaContext::create(*driver, 0, ctx);
   ASSERT_TRUE(made.isOk()) << made.message();
-  const Launch &l = c->launches[0];
+  const GpuLaunch &l = c->launches[0];
   rt::cuda::Module mod;
   ASSERT_TRUE(ctx->loadPtx(c->ptx[l.module], mod).isOk());
   rt::cuda::Function fn;

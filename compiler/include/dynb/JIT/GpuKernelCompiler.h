@@ -48,6 +48,23 @@ struct PtxModule {
   std::string ptx;
 };
 
+/// One launch a host function makes: what a launcher needs to know.
+struct GpuLaunch {
+  /// The kernel function of `--emit=linalg` that makes the launch.
+  std::string hostFunction;
+  /// The gpu.module (PtxModule::name) and the kernel entry in it.
+  std::string module, kernel;
+  /// The kernel's arguments: for each, which argument of hostFunction it
+  /// is.
+  llvm::SmallVector<unsigned, 4> args;
+};
+
+/// The launches of a module that mapKernelsToGpu made, in order. Fails (with
+/// a diagnostic at the launch) if a kernel argument is not a memref argument
+/// of its host function, which would break the ABI above.
+mlir::FailureOr<llvm::SmallVector<GpuLaunch>>
+describeGpuLaunches(mlir::ModuleOp kernels);
+
 /// Lowers a kernels module (linalg on memrefs, as ModuleLowering makes it)
 /// in place to host functions that launch outlined GPU kernels (scf, memref,
 /// arith and gpu dialects; the `--emit=gpu` stage).
