@@ -6,7 +6,8 @@
 // or without a device, load() fails with a message that says which.
 //
 // The types below are the driver API's own (cuda.h), declared with the same
-// ABI so that cuda.h is never included.
+// ABI so that cuda.h is never included; tests/unit/runtime/CudaAbiCheck.cpp
+// checks them against cuda.h where a CUDA toolkit is installed.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DYNB_RUNTIME_CUDADRIVER_H
@@ -20,15 +21,22 @@
 #include <string>
 #include <vector>
 
+// The driver's opaque handle types, declared at global scope as cuda.h
+// declares them, so that code including both sees one type each.
+struct CUctx_st;
+struct CUmod_st;
+struct CUfunc_st;
+struct CUstream_st;
+
 namespace dynb::rt {
 
 namespace cuda {
 using Result = int; // CUresult; 0 is CUDA_SUCCESS
 using Device = int; // CUdevice
-using Context = struct CUctx_st *;
-using Module = struct CUmod_st *;
-using Function = struct CUfunc_st *;
-using Stream = struct CUstream_st *;
+using Context = ::CUctx_st *;
+using Module = ::CUmod_st *;
+using Function = ::CUfunc_st *;
+using Stream = ::CUstream_st *;
 using DevicePtr = unsigned long long; // CUdeviceptr on 64-bit hosts
 
 inline constexpr Result kSuccess = 0;
