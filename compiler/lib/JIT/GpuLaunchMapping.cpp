@@ -49,13 +49,22 @@ struct MapParallelLoopsToGpuPass
   LogicalResult mapLoop(scf::ParallelOp loop);
 };
 
+/// ceil(a / b) for a >= 0, b > 0, as (a + b - 1) / b: plain arith ops,
+/// which every lowering handles (arith.ceildivui needs arith-expand first).
+Value ceilDiv(OpBuilder &b, Location loc, Value a, Value d) {
+  Value one = b.create<arith::ConstantIndexOp>(loc, 1);
+  Value dMinusOne = b.create<arith::SubIOp>(loc, d, one);
+  Value sum = b.create<arith::AddIOp>(loc, a, dMinusOne);
+  return b.create<arith::DivUIOp>(loc, sum, d);
+}
+
 /// Iterations of one loop dimension: ceil((ub - lb) / step), or 0 when the
 /// range is empty (steps of scf.parallel are positive).
 Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
   Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
   Value empty = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sle, ub, lb);
   Value span = b.create<arith::SubIOp>(loc, ub, lb);
-  Value count = b.create<arith::CeilDivUIOp>(loc, span, step);
+  Value count = ceilDiv(b, loc, span, step);
   return b.create<arith::SelectOp>(loc, empty, zero, count);
 }
 
@@ -95,7 +104,7 @@ LogicalResult MapParallelLoopsToGpuPass::mapLoop(scf::ParallelOp loop) {
       b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, hostTotal, zero);
   auto guard = b.create<scf::IfOp>(loc, nonEmpty, /*withElseRegion=*/false);
   b.setInsertionPointToStart(guard.thenBlock());
-  Value grid = b.create<arith::CeilDivUIOp>(loc, hostTotal, block);
+  Value grid = ceilDiv(b, loc, hostTotal, block);
   auto launch = b.create<gpu::LaunchOp>(loc, grid, one, one, block, one, one);
 
   // Device side: this thread's linear index, then the loop's induction

@@ -7,7 +7,8 @@
 // CHECK: %[[N:.*]] = memref.dim %[[A]]
 // CHECK: %[[NONEMPTY:.*]] = arith.cmpi ne, %[[TOTAL:.*]], %{{.*}} : index
 // CHECK: scf.if %[[NONEMPTY]] {
-// CHECK: %[[GRID:.*]] = arith.ceildivui %[[TOTAL]], %[[BLOCK:.*]] : index
+// CHECK: %[[ROUNDED:.*]] = arith.addi %[[TOTAL]], %{{.*}} : index
+// CHECK: %[[GRID:.*]] = arith.divui %[[ROUNDED]], %[[BLOCK:.*]] : index
 // CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[GRID]], %{{.*}} = %[[ONE:.*]], %{{.*}} = %[[ONE]]) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[BLOCK]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]])
 // The block size is the constant, not gpu.block_dim: the kernel is compiled
 // for it.
@@ -41,7 +42,9 @@ func.func @rows_cols(%a: memref<?x4xf32>, %b: memref<?x4xf32>) {
 }
 
 // Lower bound 2, step 3: iteration t is index 2 + 3t.
-// CHECK: %[[ID2:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+// CHECK: gpu.launch blocks(%[[BX2:[a-z0-9]+]], {{.*}} threads(%[[TX2:[a-z0-9]+]],
+// CHECK: %[[BASE2:.*]] = arith.muli %[[BX2]], %{{.*}} : index
+// CHECK: %[[ID2:.*]] = arith.addi %[[BASE2]], %[[TX2]] : index
 // CHECK: scf.if
 // CHECK: %[[SCALED:.*]] = arith.muli %[[ID2]], %[[STEP:.*]] : index
 // CHECK: %[[K:.*]] = arith.addi %[[LB:.*]], %[[SCALED]] : index

@@ -1,13 +1,22 @@
 //===- GpuKernelTest.cpp - Fused kernels as PTX, and on a GPU if present --===//
 #include "dynb/JIT/GpuKernelCompiler.h"
+#include "dynb/JIT/KernelCompiler.h"
 #include "dynb/Lowering/ModuleLowering.h"
 #include "dynb/Runtime/CudaDriver.h"
 #include "dynb/Runtime/CudaKernel.h"
+#include "dynb/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 
 #include <gtest/gtest.h>
 
@@ -28,7 +37,8 @@ constexpr const char *kKernels = R"mlir(
 !win5 = memref<?x5xf32, strided<[?, 1], offset: ?>>
 !win3 = memref<?x3xf32, strided<[?, 1], offset: ?>>
 module {
-  func.func @t_k0(%a: !win5, %b: !win5, %o: !win5) {
+  func.func @t_k0(%a: !win5, %b: !win5, %o: !win5)
+      attributes {llvm.emit_c_interface} {
     linalg.generic {indexing_maps = [#map, #map, #map],
                     iterator_types = ["parallel", "parallel"]}
         ins(%a, %b : !win5, !win5) outs(%o : !win5) {
@@ -47,7 +57,8 @@ module {
     }
     return
   }
-  func.func @t_k1(%a: !win5, %b: !win3, %oa: !win5, %ob: !win3) {
+  func.func @t_k1(%a: !win5, %b: !win3, %oa: !win5, %ob: !win3)
+      attributes {llvm.emit_c_interface} {
     linalg.generic {indexing_maps = [#map, #map],
                     iterator_types = ["parallel", "parallel"]}
         ins(%a : !win5) outs(%oa : !win5) {
@@ -128,6 +139,128 @@ TEST(GpuKernels, UnknownChipIsRefused) {
   EXPECT_EQ(compile(target, diags), nullptr);
   EXPECT_NE(diags.find("unknown NVPTX chip 'sm_1'"), std::string::npos)
       << diags;
+}
+
+/// Runs each gpu.launch on the host instead: a loop over blocks around a
+/// loop over threads, with the launch body inside. The mapped kernels can
+/// then be JIT-compiled for the CPU, so the mapping's arithmetic (grid,
+/// guard, delinearisation, strided addressing) is checked where there is
+/// no GPU.
+void emulateLaunchesOnHost(ModuleOp module) {
+  SmallVector<gpu::LaunchOp> launches;
+  module.walk([&](gpu::LaunchOp l) { launches.push_back(l); });
+  for (gpu::LaunchOp launch : launches) {
+    Location loc = launch.getLoc();
+    OpBuilder b(launch);
+    Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
+    Value one = b.create<arith::ConstantIndexOp>(loc, 1);
+    auto blocks = b.create<scf::ForOp>(loc, zero, launch.getGridSizeX(), one);
+    b.setInsertionPointToStart(blocks.getBody());
+    auto threads = b.create<scf::ForOp>(loc, zero, launch.getBlockSizeX(), one);
+    Block &body = launch.getBody().front();
+    gpu::KernelDim3 bid = launch.getBlockIds(), tid = launch.getThreadIds();
+    gpu::KernelDim3 grid = launch.getGridSize(), blk = launch.getBlockSize();
+    bid.x.replaceAllUsesWith(blocks.getInductionVar());
+    tid.x.replaceAllUsesWith(threads.getInductionVar());
+    for (Value v : {bid.y, bid.z, tid.y, tid.z})
+      v.replaceAllUsesWith(zero);
+    grid.x.replaceAllUsesWith(launch.getGridSizeX());
+    blk.x.replaceAllUsesWith(launch.getBlockSizeX());
+    for (Value v : {grid.y, grid.z, blk.y, blk.z})
+      v.replaceAllUsesWith(one);
+    body.getTerminator()->erase();
+    Block *inner = threads.getBody();
+    inner->getOperations().splice(inner->getTerminator()->getIterator(),
+                                  body.getOperations());
+    launch.erase();
+  }
+}
+
+/// A [rows x cols] window of `buf` starting at column `col` of rows `stride`
+/// wide, as the CPU kernels take it.
+rt::MemRefDesc2D window(std::vector<float> &buf, int64_t rows, int64_t cols,
+                        int64_t stride, int64_t col) {
+  return rt::MemRefDesc2D{
+      buf.data(), buf.data(), col, {rows, cols}, {stride, 1}};
+}
+
+void call(rt::KernelFn fn, std::vector<rt::MemRefDesc2D> descs) {
+  std::vector<rt::MemRefDesc2D *> ptrs;
+  std::vector<void *> args;
+  for (rt::MemRefDesc2D &d : descs)
+    ptrs.push_back(&d);
+  for (rt::MemRefDesc2D *&p : ptrs)
+    args.push_back(&p);
+  fn(args.data());
+}
+
+// The kernels as mapped for the GPU, run on the host launch by launch,
+// compute what the CPU kernels compute: over strided windows, at row counts
+// that fill no block, one block exactly, and several with a partial last.
+TEST(GpuKernels, MappedKernelsMatchTheCpuKernels) {
+  MLIRContext ctx;
+  loadLoweringDialects(ctx);
+  ctx.loadDialect<gpu::GPUDialect>();
+  std::string diags;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+    diags += d.str() + "\n";
+    return success();
+  });
+  LoweredModule cpu, mapped;
+  cpu.kernels = parseSourceString<ModuleOp>(kKernels, &ctx);
+  mapped.kernels = parseSourceString<ModuleOp>(kKernels, &ctx);
+  ASSERT_TRUE(cpu.kernels && mapped.kernels) << diags;
+  cpu.kernelNames = mapped.kernelNames = {"t_k0", "t_k1"};
+
+  PassManager pm(&ctx);
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createExpandMathPass());
+  pm.addPass(createCanonicalizerPass());
+  const unsigned block = 64;
+  pm.addNestedPass<func::FuncOp>(
+      createMapParallelLoopsToGpu(MapParallelLoopsToGpuOptions{block}));
+  ASSERT_TRUE(succeeded(pm.run(*mapped.kernels))) << diags;
+  int launches = 0;
+  mapped.kernels->walk([&](gpu::LaunchOp) { ++launches; });
+  ASSERT_EQ(launches, 3);
+  emulateLaunchesOnHost(*mapped.kernels);
+  ASSERT_TRUE(succeeded(jitCompile(cpu))) << diags;
+  ASSERT_TRUE(succeeded(jitCompile(mapped))) << diags;
+
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-6.0f, 6.0f);
+  // 5 columns: 12 rows fill no block of 64, 64 rows fill 5 blocks, 103
+  // rows 9 blocks with the last one partial.
+  for (int64_t rows : {1, 12, 64, 103}) {
+    std::vector<float> a(rows * 8), b(rows * 8);
+    for (float &x : a)
+      x = dist(rng);
+    for (float &x : b)
+      x = dist(rng);
+    // The fused kernel: inputs at column 2 of 8-wide rows.
+    std::vector<float> outCpu(rows * 5, -7.0f), outGpu(rows * 5, -7.0f);
+    call(cpu.kernelFns[0], {window(a, rows, 5, 8, 2), window(b, rows, 5, 8, 2),
+                            window(outCpu, rows, 5, 5, 0)});
+    call(mapped.kernelFns[0],
+         {window(a, rows, 5, 8, 2), window(b, rows, 5, 8, 2),
+          window(outGpu, rows, 5, 5, 0)});
+    for (size_t i = 0; i < outCpu.size(); ++i) {
+      ASSERT_NE(outCpu[i], -7.0f) << "rows " << rows << " element " << i;
+      ASSERT_NEAR(outGpu[i], outCpu[i], 1e-6)
+          << "rows " << rows << " element " << i;
+    }
+    // The concat: two copies of different widths into one 8-wide buffer.
+    std::vector<float> catCpu(rows * 8, -7.0f), catGpu(rows * 8, -7.0f);
+    call(cpu.kernelFns[1],
+         {window(a, rows, 5, 8, 0), window(b, rows, 3, 8, 5),
+          window(catCpu, rows, 5, 8, 0), window(catCpu, rows, 3, 8, 5)});
+    call(mapped.kernelFns[1],
+         {window(a, rows, 5, 8, 0), window(b, rows, 3, 8, 5),
+          window(catGpu, rows, 5, 8, 0), window(catGpu, rows, 3, 8, 5)});
+    EXPECT_EQ(catGpu, catCpu) << "rows " << rows;
+    for (int64_t r = 0; r < rows; ++r)
+      EXPECT_EQ(catGpu[r * 8 + 6], b[r * 8 + 6]) << "row " << r;
+  }
 }
 
 // The fused kernel on the GPU over strided windows, against the formula on
