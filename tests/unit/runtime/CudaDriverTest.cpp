@@ -83,6 +83,7 @@ TEST(CudaDriver, FailingInitNamesTheCallAndError) {
 TEST(CudaDriver, DeviceQueriesAndContextFailure) {
   ScopedEnv init("FAKE_CUDA_INIT", "0");
   ScopedEnv devices("FAKE_CUDA_DEVICES", "2");
+  ScopedEnv noContext("FAKE_CUDA_CONTEXT", "0");
   std::unique_ptr<CudaDriver> d;
   Status s = CudaDriver::load(d, DYNB_FAKE_CUDA);
   ASSERT_TRUE(s.isOk()) << s.message();
