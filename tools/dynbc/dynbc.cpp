@@ -264,6 +264,26 @@ LogicalResult emitGpu(ModuleOp kernels, llvm::raw_ostream &os) {
   return success();
 }
 
+/// --device=cuda: the driver and a device must be there, and then the
+/// backend must say plainly that it cannot run plans yet.
+/// DYNB_CUDA_LIBRARY names another driver library (the tests' stand-in).
+int refuseCuda() {
+  const char *library = std::getenv("DYNB_CUDA_LIBRARY");
+  std::unique_ptr<rt::CudaDriver> driver;
+  if (rt::Status s = rt::CudaDriver::load(
+          driver, library ? library : rt::kCudaDriverLibrary))
+    return fail(s.message() + "; no output written");
+  rt::CudaDeviceInfo info;
+  if (rt::Status s = driver->deviceInfo(0, info))
+    return fail(s.message() + "; no output written");
+  return fail(fmt::format(
+      "the CUDA backend does not yet run plans: found {} (sm_{}{}, {} "
+      "device(s)); its kernels compile to PTX (dynbc compile --emit=ptx), "
+      "but GEMMs, gathers and plan execution on the device are not "
+      "implemented; use --device=cpu; no output written",
+      info.name, info.computeMajor, info.computeMinor, driver->deviceCount()));
+}
+
 int runCompile(Session &session) {
   auto strats = parseStrategies(/*single=*/true);
   if (!strats)
@@ -376,26 +396,6 @@ int runStats(Session &session) {
         launches ? double(sumN) / launches : 0.0, maxN);
   }
   return 0;
-}
-
-/// --device=cuda: the driver and a device must be there, and then the
-/// backend must say plainly that it cannot run plans yet.
-/// DYNB_CUDA_LIBRARY names another driver library (the tests' stand-in).
-int refuseCuda() {
-  const char *library = std::getenv("DYNB_CUDA_LIBRARY");
-  std::unique_ptr<rt::CudaDriver> driver;
-  if (rt::Status s = rt::CudaDriver::load(
-          driver, library ? library : rt::kCudaDriverLibrary))
-    return fail(s.message() + "; no output written");
-  rt::CudaDeviceInfo info;
-  if (rt::Status s = driver->deviceInfo(0, info))
-    return fail(s.message() + "; no output written");
-  return fail(fmt::format(
-      "the CUDA backend does not yet run plans: found {} (sm_{}{}, {} "
-      "device(s)); its kernels compile to PTX (dynbc compile --emit=ptx), "
-      "but GEMMs, gathers and plan execution on the device are not "
-      "implemented; use --device=cpu; no output written",
-      info.name, info.computeMajor, info.computeMinor, driver->deviceCount()));
 }
 
 int runRun(Session &session) {
