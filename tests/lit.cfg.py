@@ -1,6 +1,7 @@
 # The lit configuration of dynb's compiler tests (tests/lit) and end-to-end
 # checks (tests/e2e). Tools come from the build tree and LLVM 19.
 import os
+import shutil
 
 import lit.formats
 
@@ -16,3 +17,15 @@ config.environment["PATH"] = os.pathsep.join(
 config.substitutions.append(("%dynb_src", config.dynb_src_root))
 config.substitutions.append(("%sst", os.path.join(config.dynb_src_root, "examples", "treelstm", "data", "sst")))
 config.substitutions.append(("%python", config.python_executable))
+
+# ptxas (from a CUDA toolkit) assembles the PTX of `dynbc compile --emit=ptx`
+# where it exists; tests that need it say REQUIRES: ptxas.
+ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+if os.access(ptxas, os.X_OK):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+
+# A stand-in CUDA driver library with no device (tests/unit/runtime
+# FakeCudaDriver.cpp), for the paths of --device=cuda a machine without a
+# GPU never takes.
+config.substitutions.append(("%fake_cuda", os.path.join(config.dynb_obj_root, "lib", "libdynb-fake-cuda.so")))

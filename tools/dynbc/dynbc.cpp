@@ -7,7 +7,9 @@
 #include "dynb/Analysis/Signature.h"
 #include "dynb/Driver/FiniteCheck.h"
 #include "dynb/Driver/Session.h"
+#include "dynb/JIT/GpuKernelCompiler.h"
 #include "dynb/JIT/KernelCompiler.h"
+#include "dynb/Runtime/CudaDriver.h"
 #include "dynb/Runtime/NpyWriter.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -21,6 +23,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <fmt/format.h>
+
+#include <cstdlib>
 
 using namespace mlir;
 using namespace dynb;
@@ -56,7 +60,7 @@ static cl::opt<int64_t> batchSize(
     cl::init(0), cl::sub(compileCmd), cl::sub(runCmd), cl::sub(statsCmd),
     cl::cat(dynbCat));
 
-enum class Emit { Dynb, Batched, Linalg, LLVM };
+enum class Emit { Dynb, Batched, Linalg, LLVM, Gpu, Ptx };
 static cl::opt<Emit> emit(
     "emit", cl::desc("The stage to print"), cl::init(Emit::Batched),
     cl::values(clEnumValN(Emit::Dynb, "dynb",
@@ -67,8 +71,25 @@ static cl::opt<Emit> emit(
                           "each launched module as GEMM steps and fused linalg "
                           "kernels, batch size a runtime dimension"),
                clEnumValN(Emit::LLVM, "llvm",
-                          "the kernels as optimised LLVM IR for this machine")),
+                          "the kernels as optimised LLVM IR for this machine"),
+               clEnumValN(Emit::Gpu, "gpu",
+                          "the kernels as GPU launches and outlined "
+                          "gpu.module kernels (gpu dialect)"),
+               clEnumValN(Emit::Ptx, "ptx",
+                          "the kernels as PTX for --gpu-chip, one module a "
+                          "launch")),
     cl::sub(compileCmd), cl::cat(dynbCat));
+
+static cl::opt<std::string>
+    gpuChip("gpu-chip",
+            cl::desc("NVPTX chip of --emit=ptx (default sm_90; sm_75 for PTX "
+                     "any GPU from Turing on runs)"),
+            cl::init(GpuTarget().chip), cl::sub(compileCmd), cl::cat(dynbCat));
+static cl::opt<std::string> gpuFeatures(
+    "gpu-features",
+    cl::desc("NVPTX features of --emit=ptx: the PTX ISA version (default "
+             "+ptx80)"),
+    cl::init(GpuTarget().features), cl::sub(compileCmd), cl::cat(dynbCat));
 
 static cl::opt<std::string>
     outputPath("o", cl::desc("Output file for compile (default: stdout)"),
@@ -121,6 +142,14 @@ static cl::opt<bool> profileSteps(
     "profile",
     cl::desc("Time the runtime's steps by kind (gather, GEMM, kernel) and "
              "print where each strategy's run time goes"),
+    cl::sub(runCmd), cl::cat(dynbCat));
+enum class Device { Cpu, Cuda };
+static cl::opt<Device> device(
+    "device", cl::desc("Where plans run (default cpu)"), cl::init(Device::Cpu),
+    cl::values(clEnumValN(Device::Cpu, "cpu", "this machine's cores"),
+               clEnumValN(Device::Cuda, "cuda",
+                          "an NVIDIA GPU through the CUDA driver (not yet "
+                          "able to run plans; see docs/gpu.md)")),
     cl::sub(runCmd), cl::cat(dynbCat));
 static cl::opt<std::string>
     reportPath("report",
@@ -200,6 +229,61 @@ int writeText(const std::string &text) {
   return 0;
 }
 
+/// --emit=gpu and --emit=ptx of one module's kernels. PTX modules are
+/// separated by comment lines naming them (tests/lit/dynbc/Inputs/split-ptx.py
+/// splits them for ptxas).
+LogicalResult emitGpu(ModuleOp kernels, llvm::raw_ostream &os) {
+  GpuTarget target;
+  target.chip = gpuChip;
+  target.features = gpuFeatures;
+  if (failed(mapKernelsToGpu(kernels, target)))
+    return failure();
+  if (emit == Emit::Gpu) {
+    kernels.print(os);
+    os << "\n";
+    return success();
+  }
+  if (failed(lowerGpuModulesToNVVM(kernels)))
+    return failure();
+  auto launches = describeGpuLaunches(kernels);
+  auto ptx = compileGpuModulesToPtx(kernels, target);
+  if (failed(launches) || failed(ptx))
+    return failure();
+  for (const PtxModule &m : *ptx) {
+    os << "// ---- ptx module @" << m.name << " (" << target.chip << ")";
+    for (const GpuLaunch &l : *launches)
+      if (l.module == m.name) {
+        os << ": entry " << l.kernel << ", launched by @" << l.hostFunction
+           << "(";
+        llvm::interleaveComma(l.args, os,
+                              [&](unsigned a) { os << "arg" << a; });
+        os << ")";
+      }
+    os << "\n" << m.ptx << "// ---- end ptx module @" << m.name << "\n";
+  }
+  return success();
+}
+
+/// --device=cuda: the driver and a device must be there, and then the
+/// backend must say plainly that it cannot run plans yet.
+/// DYNB_CUDA_LIBRARY names another driver library (the tests' stand-in).
+int refuseCuda() {
+  const char *library = std::getenv("DYNB_CUDA_LIBRARY");
+  std::unique_ptr<rt::CudaDriver> driver;
+  if (rt::Status s = rt::CudaDriver::load(
+          driver, library ? library : rt::kCudaDriverLibrary))
+    return fail(s.message() + "; no output written");
+  rt::CudaDeviceInfo info;
+  if (rt::Status s = driver->deviceInfo(0, info))
+    return fail(s.message() + "; no output written");
+  return fail(fmt::format(
+      "the CUDA backend does not yet run plans: found {} (sm_{}{}, {} "
+      "device(s)); its kernels compile to PTX (dynbc compile --emit=ptx), "
+      "but GEMMs, gathers and plan execution on the device are not "
+      "implemented; use --device=cpu; no output written",
+      info.name, info.computeMajor, info.computeMinor, driver->deviceCount()));
+}
+
 int runCompile(Session &session) {
   auto strats = parseStrategies(/*single=*/true);
   if (!strats)
@@ -244,6 +328,11 @@ int runCompile(Session &session) {
       if (emit == Emit::Linalg) {
         (*lowered)->kernels->print(os);
         os << "\n";
+        continue;
+      }
+      if (emit == Emit::Gpu || emit == Emit::Ptx) {
+        if (failed(emitGpu(*(*lowered)->kernels, os)))
+          return 1;
         continue;
       }
       if (failed(lowerKernelsToLLVMDialect(*(*lowered)->kernels)) ||
@@ -317,6 +406,8 @@ int runRun(Session &session) {
   auto strats = parseStrategies(/*single=*/false);
   if (!strats)
     return 1;
+  if (device == Device::Cuda)
+    return refuseCuda();
   bool haveParams = paramsPath.getNumOccurrences() > 0;
   bool haveSeed = seed.getNumOccurrences() > 0;
   if (haveParams == haveSeed)
@@ -511,10 +602,10 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "dynb: batch and compile dynamic neural network graphs\n\n"
-      "  dynbc compile IN [-o OUT] [--emit=dynb|batched|linalg|llvm] "
-      "[--strategy=S]\n"
+      "  dynbc compile IN [-o OUT] "
+      "[--emit=dynb|batched|linalg|llvm|gpu|ptx] [--strategy=S]\n"
       "  dynbc run IN (--params P.safetensors | --seed N) [--strategy=S,...] "
-      "[--batch-size N] [--check] [--output OUT.npy]\n"
+      "[--batch-size N] [--check] [--output OUT.npy] [--device=cpu|cuda]\n"
       "  dynbc stats IN [--strategy=S,...] [--batch-size N]\n");
   if (!compileCmd && !runCmd && !statsCmd) {
     cl::PrintHelpMessage();

@@ -77,6 +77,10 @@ llvm::TargetMachine *hostTargetMachine() {
 
 } // namespace
 
+std::unique_ptr<Pass> dynb::createExpandMathPass() {
+  return std::make_unique<ExpandMathPass>();
+}
+
 LogicalResult dynb::lowerKernelsToLLVMDialect(ModuleOp kernels) {
   MLIRContext *ctx = kernels.getContext();
   loadLoweringDialects(*ctx);

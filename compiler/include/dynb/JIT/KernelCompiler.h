@@ -5,7 +5,10 @@
 #include "dynb/Lowering/ModuleLowering.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <memory>
 
 namespace dynb {
 
@@ -13,6 +16,11 @@ namespace dynb {
 /// linalg to loops, tanh/exp to polynomials (so LLVM can vectorise them:
 /// scalar libm calls cost more than the GEMMs), then to LLVM.
 mlir::LogicalResult lowerKernelsToLLVMDialect(mlir::ModuleOp kernels);
+
+/// The pass that expands tanh and exp into polynomials over arith ops
+/// (dynb-expand-math); the GPU pipeline uses it too, so PTX needs no
+/// libdevice.
+std::unique_ptr<mlir::Pass> createExpandMathPass();
 
 /// Translates an LLVM-dialect kernels module to LLVM IR, optimised at O3 for
 /// this machine, and prints it.

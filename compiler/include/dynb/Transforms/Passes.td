@@ -33,4 +33,46 @@ def BatchInstances : Pass<"dynb-batch", "mlir::ModuleOp"> {
   let dependentDialects = ["::dynb::DynbDialect"];
 }
 
+def MapParallelLoopsToGpu
+    : Pass<"dynb-map-parallel-to-gpu", "mlir::func::FuncOp"> {
+  let summary = "Rewrite outermost scf.parallel loops into 1-D gpu.launch ops";
+  let description = [{
+    Each outermost `scf.parallel` (without reductions) becomes a
+    `gpu.launch` of a 1-D grid of `block-size`-thread blocks, guarded by an
+    `scf.if` so that an empty iteration space launches nothing. The thread
+    with linear id t (block id x block size + thread id) runs the iteration
+    whose row-major linear index is t, if there is one; the induction
+    variables are recovered by division and remainder. Upstream's
+    gpu-map-parallel-loops would put each loop dimension on its own grid
+    dimension (one thread a block for the kernels' [batch x width] loops);
+    flattening fills every block whatever the shape and keeps neighbouring
+    threads on neighbouring columns. The bounds stay in the launch body, so
+    after gpu-launch-sink-index-computations and gpu-kernel-outlining the
+    kernel's arguments are the memrefs alone.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "unsigned", /*default=*/"256",
+           "Threads a block">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def GpuModuleToNVVM : Pass<"dynb-gpu-module-to-nvvm", "mlir::gpu::GPUModuleOp"> {
+  let summary = "Lower a gpu.module to the LLVM and NVVM dialects without "
+                "libdevice";
+  let description = [{
+    The patterns of convert-gpu-to-nvvm (gpu, arith, cf and memref to LLVM
+    and NVVM), except that the LLVM intrinsics llvm.intr.floor, fabs and fma
+    stay legal: upstream turns them into libdevice calls (`__nv_floorf`),
+    which leave unresolved functions in the PTX, while the NVPTX backend
+    emits each as one instruction. Run convert-scf-to-cf and
+    convert-math-to-llvm first: a math op still there is an error, since
+    lowering it would need libdevice.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect"];
+}
+
 #endif // DYNB_TRANSFORMS_PASSES_TD
