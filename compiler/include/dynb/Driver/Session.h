@@ -22,6 +22,7 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <memory>
 #include <vector>
@@ -81,7 +82,8 @@ struct SessionLimits {
 
 class Session {
 public:
-  Session();
+  /// Diagnostics (located, as dynbc prints them) go to `diagnostics`.
+  explicit Session(llvm::raw_ostream &diagnostics = llvm::errs());
   ~Session();
 
   mlir::MLIRContext &context() { return *ctx_; }
