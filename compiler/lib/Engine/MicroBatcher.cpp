@@ -54,10 +54,12 @@ void MicroBatcher::work() {
       taken.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
+    // Counted before its callers hear back, so a caller holding all its
+    // answers sees every batch that produced them.
+    ++batchesRun_;
     lock.unlock();
     runBatch(taken);
     lock.lock();
-    ++batchesRun_;
   }
 }
 

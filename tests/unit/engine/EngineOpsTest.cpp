@@ -23,6 +23,7 @@ const char *kModel = R"({"params":[
 
 /// Builds the same graph through an Instance and as JSON nodes.
 struct Twin {
+  explicit Twin(Instance &inst) : inst(inst) {}
   Instance &inst;
   std::string json;
   int next = 0;
@@ -70,7 +71,7 @@ TEST(EngineOps, EveryPerInstanceOpAndCallsMatchReference) {
     std::string instances;
     for (int i = 0; i < kInstances; ++i) {
       Instance inst = batch.addInstance();
-      Twin t{inst, "", 0, {}};
+      Twin t(inst);
       Value x = t.embedding(E, i % 10);
       Value y = t.node(inst.linear(x, W, b),
                        fmt::format(R"("op":"linear","inputs":[{}],)"
@@ -120,12 +121,13 @@ TEST(EngineOps, EveryPerInstanceOpAndCallsMatchReference) {
         llvm::ArrayRef<float> want =
             llvm::ArrayRef<float>(ref->values[p]).slice(i * w, w);
         EXPECT_TRUE(close(got->output(i, p), want))
-            << "instance " << i << " output " << p << " (" << toString(s)
+            << "instance " << i << " output " << p << " (" << toString(s).str()
             << ")";
       }
     }
-    if (s != BatchingStrategy::None)
+    if (s != BatchingStrategy::None) {
       EXPECT_LT(got->stats().launches, got->stats().nodes / 4);
+    }
     llvm::sys::fs::remove(refPath);
   }
   // One kernel per op signature, compiled on first use and reused by the

@@ -78,13 +78,14 @@ TEST_P(EveryStrategy, MatchesReferenceOnSstDevTrees) {
       ASSERT_EQ(r->numOutputs(t - first), 1u);
       EXPECT_EQ(r->view(t - first, 0).shape[0], 8);
       EXPECT_TRUE(close(r->output(t - first, 0), (*reference)[t]))
-          << "tree " << t << " (" << toString(strategy) << ")";
+          << "tree " << t << " (" << toString(strategy).str() << ")";
     }
     // Batching happened: fewer launches than nodes (none: one each).
-    if (strategy == BatchingStrategy::None)
+    if (strategy == BatchingStrategy::None) {
       EXPECT_EQ(r->stats().launches, r->stats().nodes);
-    else
+    } else if (last - first > 1) {
       EXPECT_LT(r->stats().launches * 5, r->stats().nodes);
+    }
     EXPECT_EQ(batch.numNodes(), 0u) << "run empties the batch";
   }
   // Every tree node is an embedding + leaf call or an internal call.

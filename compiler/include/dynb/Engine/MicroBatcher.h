@@ -50,7 +50,7 @@ public:
   /// its builder (a misuse in it fails it alone) or of the run.
   std::future<llvm::Expected<InstanceOutputs>> submit(InstanceBuilder build);
 
-  /// Batches run so far (for tests and monitoring).
+  /// Batches started so far (for tests and monitoring).
   uint64_t batchesRun() const;
 
 private:
