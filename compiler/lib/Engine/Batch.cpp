@@ -70,6 +70,7 @@ void BatchData::reset() {
   instances.clear();
   arena.Reset();
   firstFailed = ~0u;
+  pendingReads.clear();
   tag = newBatchTag();
 }
 

@@ -24,6 +24,10 @@
 #include <mutex>
 #include <string>
 
+namespace dynb {
+class ValueRead;
+}
+
 namespace dynb::detail {
 
 struct ModuleInfo {
@@ -144,6 +148,8 @@ struct BatchData {
   llvm::SmallVector<InstanceData, 0> instances;
   /// Index of the first instance with an error, or ~0u.
   uint32_t firstFailed = ~0u;
+  /// Reads registered by suspended builders (runTasks).
+  llvm::SmallVector<ValueRead *, 0> pendingReads;
 
   void reset();
   int64_t resultWidth(const Node &n, uint32_t result) const;
@@ -151,6 +157,13 @@ struct BatchData {
 };
 
 uint64_t newBatchTag();
+
+/// Schedules and runs every node of `d` (leaving the batch as it is) and
+/// copies the results `wanted` into `results`: one Results instance per
+/// group, group k being wanted[ends[k-1] .. ends[k]).
+llvm::Error runGraph(EngineModel &m, BatchData &d, BatchingStrategy strategy,
+                     llvm::ArrayRef<OperandRef> wanted,
+                     llvm::ArrayRef<uint32_t> ends, Results &results);
 
 } // namespace dynb::detail
 

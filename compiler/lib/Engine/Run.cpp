@@ -66,7 +66,6 @@ llvm::Expected<Results> Engine::run(Batch &batch) {
 
 llvm::Expected<Results> Engine::run(Batch &batch, BatchingStrategy strategy) {
   BatchData &d = batch.data();
-  EngineModel &m = *model_;
   // Whatever happens, the batch is spent: its values must not be reused.
   struct Reset {
     BatchData &d;
@@ -76,15 +75,29 @@ llvm::Expected<Results> Engine::run(Batch &batch, BatchingStrategy strategy) {
     return makeError("the batch was made for another engine");
   if (llvm::Error err = batch.error())
     return std::move(err);
-
+  llvm::SmallVector<OperandRef, 0> wanted;
+  llvm::SmallVector<uint32_t, 0> ends;
+  for (const InstanceData &inst : d.instances) {
+    wanted.append(inst.outputs.begin(), inst.outputs.end());
+    ends.push_back(wanted.size());
+  }
   Results results;
+  if (llvm::Error err = runGraph(*model_, d, strategy, wanted, ends, results))
+    return std::move(err);
+  return std::move(results);
+}
+
+llvm::Error detail::runGraph(EngineModel &m, BatchData &d,
+                             BatchingStrategy strategy,
+                             llvm::ArrayRef<OperandRef> wanted,
+                             llvm::ArrayRef<uint32_t> ends, Results &results) {
   BatchStats &stats = results.mutableStats();
-  stats.instances = d.instances.size();
+  stats.instances = ends.size();
   stats.nodes = d.nodes.size();
   if (d.nodes.empty()) {
-    for (size_t i = 0; i < d.instances.size(); ++i)
+    for (size_t i = 0; i < ends.size(); ++i)
       results.endInstance();
-    return std::move(results);
+    return llvm::Error::success();
   }
 
   auto t0 = Clock::now();
@@ -94,7 +107,7 @@ llvm::Expected<Results> Engine::run(Batch &batch, BatchingStrategy strategy) {
 
   t0 = Clock::now();
   if (llvm::Error err = compileNewOps(m, d, plan))
-    return std::move(err);
+    return err;
   stats.compileSeconds = since(t0);
 
   t0 = Clock::now();
@@ -163,16 +176,15 @@ llvm::Expected<Results> Engine::run(Batch &batch, BatchingStrategy strategy) {
   groupStart.push_back(groupResults.size());
 
   // Outputs: the launches' own regions, kept live to the end of the plan;
-  // each instance's rows are copied out after the run.
+  // the wanted rows are copied out after the run.
   llvm::DenseMap<uint32_t, bool> isOutput;
-  size_t numOutputs = 0;
-  for (const InstanceData &inst : d.instances)
-    for (OperandRef ref : inst.outputs) {
-      uint32_t slot = groupStart[placement[ref.node].group] + ref.result;
-      if (isOutput.try_emplace(slot, true).second)
-        assembler.addOutput(groupResults[slot]);
-      ++numOutputs;
-    }
+  size_t floats = 0;
+  for (OperandRef ref : wanted) {
+    uint32_t slot = groupStart[placement[ref.node].group] + ref.result;
+    if (isOutput.try_emplace(slot, true).second)
+      assembler.addOutput(groupResults[slot]);
+    floats += groupResults[slot].cols;
+  }
   rt::Plan runPlan = assembler.finish();
   stats.assembleSeconds = since(t0);
 
@@ -188,13 +200,11 @@ llvm::Expected<Results> Engine::run(Batch &batch, BatchingStrategy strategy) {
   stats.runSeconds = since(t0);
 
   t0 = Clock::now();
-  size_t floats = 0;
-  for (const InstanceData &inst : d.instances)
-    for (OperandRef ref : inst.outputs)
-      floats += d.resultWidth(*d.nodes[ref.node], ref.result);
-  results.reserve(d.instances.size(), numOutputs, floats);
-  for (const InstanceData &inst : d.instances) {
-    for (OperandRef ref : inst.outputs) {
+  results.reserve(ends.size(), wanted.size(), floats);
+  size_t next = 0;
+  for (uint32_t end : ends) {
+    for (; next < end; ++next) {
+      OperandRef ref = wanted[next];
       const rt::Region &r =
           groupResults[groupStart[placement[ref.node].group] + ref.result];
       const float *row = m.executor->rowPointer(
@@ -206,5 +216,5 @@ llvm::Expected<Results> Engine::run(Batch &batch, BatchingStrategy strategy) {
   }
   lock.unlock();
   stats.copySeconds = since(t0);
-  return std::move(results);
+  return llvm::Error::success();
 }

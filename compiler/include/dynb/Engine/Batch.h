@@ -72,6 +72,7 @@ public:
   /// The width of a valid value of this batch (0 for an invalid one).
   int64_t width(Value v) const;
   uint32_t index() const { return index_; }
+  Batch *batch() const { return batch_; }
 
 private:
   friend class Batch;

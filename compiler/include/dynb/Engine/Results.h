@@ -13,7 +13,9 @@ namespace dynb {
 /// What one run did and where its time went (seconds).
 struct BatchStats {
   uint64_t instances = 0, nodes = 0;
-  uint64_t launches = 0;
+  uint64_t launches = 0; // summed over rounds
+  /// Runs of the graph: 1, plus one per round of reads (runTasks).
+  uint32_t rounds = 1;
   double scheduleSeconds = 0; // scheduleBatches
   double assembleSeconds = 0; // plan assembly (kernel compiles excluded)
   double compileSeconds = 0;  // kernels for per-instance ops of new shapes
