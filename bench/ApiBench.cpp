@@ -34,7 +34,7 @@ static cl::opt<unsigned> limit("limit", cl::init(0),
 static cl::opt<unsigned> repeat("repeat", cl::init(5),
                                 cl::desc("timed passes after the warm-up"));
 static cl::opt<unsigned> threads("run-threads", cl::init(0),
-                               cl::desc("runtime threads (0: OpenMP's)"));
+                                 cl::desc("runtime threads (0: OpenMP's)"));
 static cl::opt<std::string> strategyName("strategy", cl::init("agenda"));
 static cl::opt<bool> noValidate("no-validate",
                                 cl::desc("skip plan validation"));
@@ -57,8 +57,8 @@ int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv, "dynb embedded API benchmark\n");
   auto fail = [](Error e) {
-    WithColor::error(errs(), "dynb-api-bench") << toString(std::move(e))
-                                               << "\n";
+    WithColor::error(errs(), "dynb-api-bench")
+        << toString(std::move(e)) << "\n";
     return 1;
   };
   std::optional<BatchingStrategy> strategy =
@@ -137,8 +137,8 @@ int main(int argc, char **argv) {
       strategyName.getValue(), batchSize.getValue(), n, m.nodes, m.launches,
       passes.size(), m.total, n / m.total, m.nodes / m.total,
       1e6 * m.build / m.nodes, 1e6 * m.schedule / m.nodes,
-      1e6 * m.assemble / m.nodes, 1e6 * m.copy / m.nodes,
-      1e6 * m.run / m.nodes, 1e6 * outside / m.nodes, loadSeconds,
-      (*engine)->stats().jitSeconds, m.check);
+      1e6 * m.assemble / m.nodes, 1e6 * m.copy / m.nodes, 1e6 * m.run / m.nodes,
+      1e6 * outside / m.nodes, loadSeconds, (*engine)->stats().jitSeconds,
+      m.check);
   return 0;
 }

@@ -93,8 +93,8 @@ Session::Session(llvm::raw_ostream &diagnostics)
           auto f = n ? dyn_cast<FileLineColLoc>(n.getChildLoc())
                      : dyn_cast<FileLineColLoc>(l);
           if (f)
-            diagnostics << f.getFilename().strref() << ":" << f.getLine()
-                         << ":" << f.getColumn() << ": ";
+            diagnostics << f.getFilename().strref() << ":" << f.getLine() << ":"
+                        << f.getColumn() << ": ";
           diagnostics << kind << ": ";
           if (n)
             diagnostics << n.getName().strref() << ": ";

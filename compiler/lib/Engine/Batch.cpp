@@ -133,16 +133,14 @@ public:
       return std::nullopt;
     }
     if (v.result >= d.numResults(n)) {
-      fail(fmt::format("operand {} names result {} of a node with {}",
-                       index, v.result, d.numResults(n)));
+      fail(fmt::format("operand {} names result {} of a node with {}", index,
+                       v.result, d.numResults(n)));
       return std::nullopt;
     }
     return d.resultWidth(n, v.result);
   }
 
-  bool ok() const {
-    return !failed && d.instances[instance].error.empty();
-  }
+  bool ok() const { return !failed && d.instances[instance].error.empty(); }
 
   void fail(const std::string &why) {
     failed = true;
@@ -182,10 +180,9 @@ public:
     std::sort(depPtr, depPtr + operands.size());
     size_t numDeps = std::unique(depPtr, depPtr + operands.size()) - depPtr;
     auto *node = new (d.arena.Allocate<Node>()) Node{
-        kind,     uint16_t(operands.size()), signature, instance, info, row,
-        refs};
-    NodeId id = d.graph.addNode(signature,
-                                llvm::ArrayRef<NodeId>(depPtr, numDeps));
+        kind, uint16_t(operands.size()), signature, instance, info, row, refs};
+    NodeId id =
+        d.graph.addNode(signature, llvm::ArrayRef<NodeId>(depPtr, numDeps));
     d.nodes.push_back(node);
     return Value{d.tag, id, 0};
   }
@@ -215,8 +212,8 @@ Value Instance::embedding(Param table, int64_t row) {
     if (p.shape.size() != 2)
       adder.fail(fmt::format("parameter '{}' is not a 2-D table", p.name));
     else if (row < 0 || row >= p.rows)
-      adder.fail(fmt::format("index {} is outside table '{}' of {} rows",
-                             row, p.name, p.rows));
+      adder.fail(fmt::format("index {} is outside table '{}' of {} rows", row,
+                             p.name, p.rows));
     else
       return adder.add(NodeKind::Embedding, m.embeddingSignature(table.id), &p,
                        row, {});
@@ -246,8 +243,8 @@ llvm::SmallVector<Value, 2> Instance::call(Module module,
                                i, *w, info->name, info->argWidths[i]));
     }
     if (adder.ok() && !adder.failed) {
-      Value v = adder.add(NodeKind::Call, m.callSignature(module.id), info, 0,
-                          args);
+      Value v =
+          adder.add(NodeKind::Call, m.callSignature(module.id), info, 0, args);
       llvm::SmallVector<Value, 2> results;
       for (uint32_t r = 0; r < info->resultWidths.size(); ++r)
         results.push_back(Value{v.batch, v.node, r});
@@ -337,8 +334,7 @@ Value Instance::slice(Value x, int64_t offset, int64_t size) {
 Value Instance::linear(Value x, Param weight, std::optional<Param> bias) {
   EngineModel &m = batch_->data().model;
   return addOp(batch_, index_, OpKind::Linear, {x}, [&](OpInfo &key) {
-    if (weight.id >= m.params.size() ||
-        (bias && bias->id >= m.params.size()))
+    if (weight.id >= m.params.size() || (bias && bias->id >= m.params.size()))
       return std::string("weight or bias is not a parameter of this model");
     const ParamInfo &w = m.params[weight.id];
     if (w.shape.size() != 2 || w.shape[1] != key.operandWidths.front())
@@ -397,9 +393,8 @@ bool Batch::failed(uint32_t index) const {
 llvm::Error Batch::error() const {
   if (data_->firstFailed == ~0u)
     return llvm::Error::success();
-  return llvm::createStringError(
-      llvm::inconvertibleErrorCode(),
-      data_->instances[data_->firstFailed].error);
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 data_->instances[data_->firstFailed].error);
 }
 
 void Batch::discard(uint32_t index) {

@@ -107,8 +107,8 @@ Engine::load(const EngineOptions &options) {
       }
       return llvm::Error::success();
     };
-    if (llvm::Error e =
-            widths(fn.getFunctionType().getInputs(), "argument", info.argWidths))
+    if (llvm::Error e = widths(fn.getFunctionType().getInputs(), "argument",
+                               info.argWidths))
       return std::move(e);
     if (llvm::Error e = widths(fn.getFunctionType().getResults(), "result",
                                info.resultWidths))
@@ -121,9 +121,9 @@ Engine::load(const EngineOptions &options) {
     m.modules.push_back(std::move(info));
   }
   m.stats.modulesCompiled = m.modules.size();
-  m.stats.jitSeconds = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
+  m.stats.jitSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   c.scratch = ModuleOp::create(UnknownLoc::get(&s.context()));
 
   rt::ExecutorOptions exOpts;
@@ -171,13 +171,13 @@ llvm::Error EngineModel::compileOp(OpInfo &op) {
       c.session->kernels().getOp(batched);
   holder.erase();
   if (failed(lowered))
-    return c.takeError(fmt::format("cannot compile a kernel for {}",
-                                   opName(op.kind)));
+    return c.takeError(
+        fmt::format("cannot compile a kernel for {}", opName(op.kind)));
   op.lowered = *lowered;
   ++stats.opKernelsCompiled;
-  stats.jitSeconds += std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - start)
-                          .count();
+  stats.jitSeconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   return llvm::Error::success();
 }
 

@@ -74,8 +74,8 @@ void MicroBatcher::runBatch(std::vector<Request> &requests) {
       llvm::Error err = batch.error();
       std::string message = llvm::toString(std::move(err));
       batch.discard(inst.index());
-      requests[i].done.set_value(llvm::createStringError(
-          llvm::inconvertibleErrorCode(), message));
+      requests[i].done.set_value(
+          llvm::createStringError(llvm::inconvertibleErrorCode(), message));
       failed[i] = true;
     }
   }
@@ -84,8 +84,8 @@ void MicroBatcher::runBatch(std::vector<Request> &requests) {
     std::string message = llvm::toString(results.takeError());
     for (size_t i = 0; i < requests.size(); ++i)
       if (!failed[i])
-        requests[i].done.set_value(llvm::createStringError(
-            llvm::inconvertibleErrorCode(), message));
+        requests[i].done.set_value(
+            llvm::createStringError(llvm::inconvertibleErrorCode(), message));
     return;
   }
   for (size_t i = 0; i < requests.size(); ++i) {

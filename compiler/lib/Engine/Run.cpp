@@ -41,8 +41,8 @@ llvm::Error compileNewOps(EngineModel &m, const BatchData &d,
   bool any = false;
   for (size_t g = 0, e = plan.numGroups(); g < e && !any; ++g) {
     const Node &n = *d.nodes[plan.group(g).front()];
-    any = n.kind == NodeKind::Op &&
-          !static_cast<const OpInfo *>(n.info)->lowered;
+    any =
+        n.kind == NodeKind::Op && !static_cast<const OpInfo *>(n.info)->lowered;
   }
   if (!any)
     return llvm::Error::success();
@@ -158,9 +158,10 @@ llvm::Error detail::runGraph(EngineModel &m, BatchData &d,
           pairs.push_back(it->second);
           pairs.push_back(at.row);
         }
-        args.push_back(assembler.gather(
-            sources, pairs, d.resultWidth(*d.nodes[proto.operands[p].node],
-                                          proto.operands[p].result)));
+        args.push_back(
+            assembler.gather(sources, pairs,
+                             d.resultWidth(*d.nodes[proto.operands[p].node],
+                                           proto.operands[p].result)));
       }
       const LoweredSteps *lowered =
           proto.kind == NodeKind::Call

@@ -28,8 +28,7 @@ public:
   PlanEmitter(ScheduleOp schedule, KernelCache &cache, PlanStats &stats)
       : schedule(schedule), module(schedule->getParentOfType<ModuleOp>()),
         cache(cache),
-        assembler([this](StringRef name) { return paramShape(name); }, stats) {
-  }
+        assembler([this](StringRef name) { return paramShape(name); }, stats) {}
 
   FailureOr<rt::Plan> run();
 

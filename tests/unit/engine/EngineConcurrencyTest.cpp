@@ -106,7 +106,8 @@ TEST(EngineConcurrency, MicroBatcherGathersCallersAndAnswersEachItsOwn) {
     threads.emplace_back([&, t] {
       // Submit all of this caller's trees first, then collect: requests
       // from several callers are in flight together.
-      std::vector<std::pair<size_t, std::future<llvm::Expected<InstanceOutputs>>>>
+      std::vector<
+          std::pair<size_t, std::future<llvm::Expected<InstanceOutputs>>>>
           pending;
       for (size_t i = t; i < s.reference.size(); i += kThreads)
         pending.emplace_back(i, batcher.submit([&, i](Instance &inst) {

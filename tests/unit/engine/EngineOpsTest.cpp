@@ -45,16 +45,16 @@ struct Twin {
     return node(v, fmt::format(R"("op":"{}","inputs":[{}])", op, ref(x)));
   }
   Value binary(const char *op, Value v, Value a, Value b) {
-    return node(v, fmt::format(R"("op":"{}","inputs":[{},{}])", op, ref(a),
-                               ref(b)));
+    return node(
+        v, fmt::format(R"("op":"{}","inputs":[{},{}])", op, ref(a), ref(b)));
   }
 };
 
 TEST(EngineOps, EveryPerInstanceOpAndCallsMatchReference) {
   constexpr int kInstances = 23;
-  std::string modelPath = writeTemp("ops-model.json",
-                                    std::string(R"({"dynb":1,"model":)") +
-                                        kModel + R"(,"instances":[]})");
+  std::string modelPath =
+      writeTemp("ops-model.json", std::string(R"({"dynb":1,"model":)") +
+                                      kModel + R"(,"instances":[]})");
   EngineOptions o;
   o.modelPath = modelPath;
   o.seed = 7;
@@ -89,8 +89,9 @@ TEST(EngineOps, EveryPerInstanceOpAndCallsMatchReference) {
       std::string second;
       if (i % 2) {
         auto m = inst.call(mix, {x, a});
-        t.node(m[0], fmt::format(R"("op":"call","module":"mix","inputs":[{},{}])",
-                                 t.ref(x), t.ref(a)));
+        t.node(m[0],
+               fmt::format(R"("op":"call","module":"mix","inputs":[{},{}])",
+                           t.ref(x), t.ref(a)));
         inst.output(c);
         inst.output(m[0]);
         second = "[" + t.ref(m[0]) + ",0]";
@@ -100,8 +101,9 @@ TEST(EngineOps, EveryPerInstanceOpAndCallsMatchReference) {
         inst.output(p);
         second = t.ref(p);
       }
-      instances += (i ? "," : "") + fmt::format(R"({{"nodes":[{}],"outputs":[{},{}]}})",
-                                                t.json, t.ref(c), second);
+      instances +=
+          (i ? "," : "") + fmt::format(R"({{"nodes":[{}],"outputs":[{},{}]}})",
+                                       t.json, t.ref(c), second);
     }
     std::string refPath =
         writeTemp("ops.json", std::string(R"({"dynb":1,"model":)") + kModel +

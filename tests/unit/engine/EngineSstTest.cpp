@@ -142,8 +142,7 @@ TEST(Docs, ReadmeExampleIsTheCompiledFile) {
   auto example = llvm::MemoryBuffer::getFile(
       DYNB_SOURCE_DIR "/examples/embed/readme-example.cpp");
   ASSERT_TRUE(readme && example);
-  std::string fenced =
-      "```cpp\n" + (*example)->getBuffer().str() + "```\n";
+  std::string fenced = "```cpp\n" + (*example)->getBuffer().str() + "```\n";
   EXPECT_NE((*readme)->getBuffer().find(fenced), llvm::StringRef::npos)
       << "README.md must contain examples/embed/readme-example.cpp verbatim "
          "in a ```cpp block";

@@ -33,9 +33,9 @@ struct Routed {
 
 TEST(EngineTasks, RouterReadsScoresAndStaysBatched) {
   constexpr int kInstances = 40;
-  std::string modelPath = writeTemp(
-      "router.json",
-      std::string(R"({"dynb":1,"model":)") + kModel + R"(,"instances":[]})");
+  std::string modelPath =
+      writeTemp("router.json", std::string(R"({"dynb":1,"model":)") + kModel +
+                                   R"(,"instances":[]})");
   EngineOptions o;
   o.modelPath = modelPath;
   o.seed = 11;
@@ -78,8 +78,8 @@ TEST(EngineTasks, RouterReadsScoresAndStaysBatched) {
       int x = 0, next = 1;
       std::string scoreRefs;
       for (int hop = 0; hop < kHops; ++hop) {
-        nodes += fmt::format(R"(,{{"op":"linear","inputs":[{}],"weight":"R"}})",
-                             x);
+        nodes +=
+            fmt::format(R"(,{{"op":"linear","inputs":[{}],"weight":"R"}})", x);
         scoreRefs += fmt::format(",{}", next++);
         nodes += fmt::format(R"(,{{"op":"call","module":"{}","inputs":[{}]}})",
                              routed[i].toA[hop] ? "a" : "b", x);
@@ -106,9 +106,9 @@ TEST(EngineTasks, RouterReadsScoresAndStaysBatched) {
                         llvm::ArrayRef<float>(ref->values[0]).slice(i * 6, 6)))
           << "instance " << i << " (" << toString(s).str() << ")";
       for (int hop = 0; hop < kHops; ++hop)
-        EXPECT_TRUE(close(routed[i].scores[hop],
-                          llvm::ArrayRef<float>(ref->values[1 + hop])
-                              .slice(i * 2, 2)))
+        EXPECT_TRUE(
+            close(routed[i].scores[hop],
+                  llvm::ArrayRef<float>(ref->values[1 + hop]).slice(i * 2, 2)))
             << "instance " << i << " hop " << hop;
     }
     // Batched: the final run's launches are a few per hop, not per node.
@@ -122,9 +122,9 @@ TEST(EngineTasks, RouterReadsScoresAndStaysBatched) {
 }
 
 TEST(EngineTasks, BadReadFailsWithLocatedError) {
-  std::string modelPath = writeTemp(
-      "router2.json",
-      std::string(R"({"dynb":1,"model":)") + kModel + R"(,"instances":[]})");
+  std::string modelPath =
+      writeTemp("router2.json", std::string(R"({"dynb":1,"model":)") + kModel +
+                                    R"(,"instances":[]})");
   EngineOptions o;
   o.modelPath = modelPath;
   auto engine = Engine::load(o);

@@ -33,7 +33,9 @@ inline std::string writeTemp(const std::string &name, const std::string &text) {
   return path;
 }
 
-inline std::string sstDev() { return DYNB_SOURCE_DIR "/examples/treelstm/data/sst/dev.txt"; }
+inline std::string sstDev() {
+  return DYNB_SOURCE_DIR "/examples/treelstm/data/sst/dev.txt";
+}
 
 /// The TreeLSTM model and instances for the first `limit` dev trees, as
 /// sst2dynb writes them (the CLI's input).
@@ -81,7 +83,8 @@ inline ::testing::AssertionResult close(llvm::ArrayRef<float> got,
     return ::testing::AssertionFailure()
            << "width " << got.size() << " vs " << ref.size();
   for (size_t k = 0; k < got.size(); ++k)
-    if (!(std::fabs(double(got[k]) - ref[k]) <= atol + rtol * std::fabs(ref[k])))
+    if (!(std::fabs(double(got[k]) - ref[k]) <=
+          atol + rtol * std::fabs(ref[k])))
       return ::testing::AssertionFailure()
              << "element " << k << ": " << got[k] << " vs " << ref[k];
   return ::testing::AssertionSuccess();

@@ -1,4 +1,5 @@
-//===- Results.h - A run's outputs, per instance, as float spans -*- C++ -*-===//
+//===- Results.h - A run's outputs, per instance, as float spans -*- C++
+//-*-===//
 #ifndef DYNB_ENGINE_RESULTS_H
 #define DYNB_ENGINE_RESULTS_H
 
@@ -40,9 +41,8 @@ public:
   /// Output `k` of instance `instance`.
   llvm::ArrayRef<float> output(size_t instance, size_t k) const {
     size_t o = instanceStart_[instance] + k;
-    return llvm::ArrayRef<float>(values_).slice(outputStart_[o],
-                                                outputStart_[o + 1] -
-                                                    outputStart_[o]);
+    return llvm::ArrayRef<float>(values_).slice(
+        outputStart_[o], outputStart_[o + 1] - outputStart_[o]);
   }
   OutputView view(size_t instance, size_t k) const {
     llvm::ArrayRef<float> d = output(instance, k);

@@ -1,4 +1,5 @@
-//===- Task.h - Builders that read computed values, still batched -*- C++ -*-===//
+//===- Task.h - Builders that read computed values, still batched -*- C++
+//-*-===//
 //
 // Some models must look at a value before they know the rest of their
 // graph (a router choosing a module, a parser choosing shift or reduce).
@@ -73,7 +74,9 @@ public:
 
   Instance instance() const { return inst_; }
   Value value() const { return value_; }
-  void setValues(llvm::ArrayRef<float> v) { values_.assign(v.begin(), v.end()); }
+  void setValues(llvm::ArrayRef<float> v) {
+    values_.assign(v.begin(), v.end());
+  }
 
 private:
   Instance inst_;

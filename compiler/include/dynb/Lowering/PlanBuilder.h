@@ -9,12 +9,11 @@
 
 namespace dynb {
 
-
-/// Translates a `dynb.schedule` into a runtime Plan (through PlanAssembler): every batched value
-/// becomes a window of an arena buffer, every launch the steps of its
-/// (cached, compiled) module, every gather a view when its rows are
-/// consecutive rows of one value, else a row copy. Arena offsets are planned
-/// by liveness.
+/// Translates a `dynb.schedule` into a runtime Plan (through PlanAssembler):
+/// every batched value becomes a window of an arena buffer, every launch the
+/// steps of its (cached, compiled) module, every gather a view when its rows
+/// are consecutive rows of one value, else a row copy. Arena offsets are
+/// planned by liveness.
 mlir::FailureOr<rt::Plan> buildPlan(ScheduleOp schedule, KernelCache &cache,
                                     PlanStats *stats = nullptr);
 
