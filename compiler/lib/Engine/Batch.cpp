@@ -149,7 +149,7 @@ public:
       return;
     std::string label = what;
     if (!detail.empty())
-      label += " " + detail.str();
+      label += (detailIsModule ? " @" : " ") + detail.str();
     inst.error = fmt::format("instance {}, node {} ({}): {}", instance,
                              inst.numNodes, label, why);
     if (d.firstFailed == ~0u || instance < d.firstFailed)
@@ -190,7 +190,9 @@ public:
   BatchData &d;
   uint32_t instance;
   const char *what;
+  /// A table's or module's name, for messages.
   llvm::StringRef detail;
+  bool detailIsModule = false;
   bool failed = false;
 };
 
@@ -231,8 +233,8 @@ llvm::SmallVector<Value, 2> Instance::call(Module module,
     adder.fail("not a module of this engine's model");
   } else {
     info = &m.modules[module.id];
-    std::string label = "@" + info->name;
-    adder.detail = label;
+    adder.detail = info->name;
+    adder.detailIsModule = true;
     if (args.size() != info->argWidths.size())
       adder.fail(fmt::format("@{} takes {} arguments, got {}", info->name,
                              info->argWidths.size(), args.size()));

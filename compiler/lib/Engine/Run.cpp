@@ -35,15 +35,14 @@ struct Placement {
   uint32_t row;
 };
 
-/// Compiles kernels of per-instance ops new to the engine.
+/// Compiles kernels of per-instance ops new to the engine. A batch with
+/// per-instance ops takes the compile lock even when nothing is new: that
+/// orders this thread's reads of OpInfo::lowered after the write.
 llvm::Error compileNewOps(EngineModel &m, const BatchData &d,
                           const BatchingPlan &plan) {
   bool any = false;
-  for (size_t g = 0, e = plan.numGroups(); g < e && !any; ++g) {
-    const Node &n = *d.nodes[plan.group(g).front()];
-    any =
-        n.kind == NodeKind::Op && !static_cast<const OpInfo *>(n.info)->lowered;
-  }
+  for (size_t g = 0, e = plan.numGroups(); g < e && !any; ++g)
+    any = d.nodes[plan.group(g).front()]->kind == NodeKind::Op;
   if (!any)
     return llvm::Error::success();
   std::lock_guard<std::mutex> lock(m.compileMutex);
