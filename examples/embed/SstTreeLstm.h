@@ -26,6 +26,10 @@ struct SstFile {
   std::unique_ptr<llvm::MemoryBuffer> text;
   ptb::PtbTreebank trees;
   llvm::StringMap<uint32_t> vocab;
+  /// rows[treeStart[t] + k]: the row of E of node k of tree t (words are
+  /// looked up once here, as an application holds token ids).
+  llvm::SmallVector<uint32_t, 0> rows;
+  llvm::SmallVector<uint32_t, 0> treeStart;
 
   /// The row of E for `word` (the last row for unknown words).
   uint32_t row(llvm::StringRef word) const {
@@ -50,6 +54,11 @@ inline llvm::Expected<std::unique_ptr<SstFile>> readSst(llvm::StringRef path) {
     for (const ptb::PtbNode &n : file->trees.tree(t))
       if (n.isPreterminal())
         file->vocab.try_emplace(n.word, file->vocab.size());
+  for (size_t t = 0; t < file->trees.numTrees(); ++t) {
+    file->treeStart.push_back(file->rows.size());
+    for (const ptb::PtbNode &n : file->trees.tree(t))
+      file->rows.push_back(n.isPreterminal() ? file->row(n.word) : 0);
+  }
   return std::move(file);
 }
 
@@ -82,12 +91,13 @@ inline void buildTree(Instance &inst, const SstFile &file, size_t t,
                       const TreeLstmHandles &h,
                       llvm::SmallVectorImpl<std::pair<Value, Value>> &hc) {
   llvm::ArrayRef<ptb::PtbNode> tree = file.trees.tree(t);
+  const uint32_t *rows = file.rows.data() + file.treeStart[t];
   hc.resize(tree.size());
   for (size_t k = 0; k < tree.size(); ++k) {
     const ptb::PtbNode &n = tree[k];
     llvm::SmallVector<Value, 2> r;
     if (n.isPreterminal()) {
-      Value x = inst.embedding(h.E, file.row(n.word));
+      Value x = inst.embedding(h.E, rows[k]);
       r = inst.call(h.leaf, {x});
     } else {
       auto [h1, c1] = hc[n.left];

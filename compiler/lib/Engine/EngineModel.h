@@ -142,7 +142,9 @@ struct BatchData {
   EngineModel &model;
   /// Values carry it; a new one after every clear().
   uint64_t tag;
-  llvm::BumpPtrAllocator arena;
+  /// Nodes and operand lists; 64 KiB slabs, so that a batch of thousands
+  /// of nodes takes a few mallocs (Reset keeps the first slab).
+  llvm::BumpPtrAllocatorImpl<llvm::MallocAllocator, 65536> arena;
   llvm::SmallVector<Node *, 0> nodes;
   BatchingGraph graph;
   llvm::SmallVector<InstanceData, 0> instances;
