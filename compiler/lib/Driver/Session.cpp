@@ -118,6 +118,17 @@ LogicalResult Session::loadGraphs(StringRef path) {
   ImportLimits importLimits;
   importLimits.maxNodes = limits_.maxNodes;
   module_ = importGraphFile(path, *ctx_, sourceMgr_, importLimits);
+  return checkLoaded();
+}
+
+LogicalResult Session::loadJsonGraphs(StringRef name, StringRef text) {
+  ImportLimits importLimits;
+  importLimits.maxNodes = limits_.maxNodes;
+  module_ = importJsonGraphs(name, text, *ctx_, importLimits);
+  return checkLoaded();
+}
+
+LogicalResult Session::checkLoaded() {
   if (!module_)
     return failure();
   // What the runtime path needs beyond the verifier: unbatched input, and

@@ -65,8 +65,14 @@ Engine::load(const EngineOptions &options) {
   EngineModel::Compiler &c = *m.compiler;
   c.session = std::make_unique<Session>(c.diagStream);
   Session &s = *c.session;
-  if (failed(s.loadGraphs(options.modelPath)))
-    return c.takeError("cannot load model '" + options.modelPath + "'");
+  // Messages name the model by its path, or this for a model in memory.
+  if (m.options.modelPath.empty())
+    m.options.modelPath = "model.json";
+  llvm::StringRef name = m.options.modelPath;
+  if (failed(options.modelJson.empty()
+                 ? s.loadGraphs(options.modelPath)
+                 : s.loadJsonGraphs(name, options.modelJson)))
+    return c.takeError("cannot load model '" + name + "'");
   if (options.paramsPath.empty()) {
     if (llvm::Error e = s.seedParams(options.seed))
       return std::move(e);
@@ -102,7 +108,7 @@ Engine::load(const EngineOptions &options) {
           return makeError(fmt::format(
               "{}: module @{}: {} {} is not a vector; the embedded API "
               "runs modules over vectors only",
-              options.modelPath, info.name, what, i));
+              m.options.modelPath, info.name, what, i));
         out.push_back(w);
       }
       return llvm::Error::success();

@@ -169,6 +169,33 @@ TEST_F(EngineErrors, DiscardedInstanceLetsTheOthersRun) {
   EXPECT_EQ(r->numOutputs(1), 1u);
 }
 
+TEST(EngineLoad, ModelBuiltInMemory) {
+  // A model made by the application (here a string; any JSON writer works),
+  // loaded without a file.
+  EngineOptions o;
+  o.modelJson = kModel;
+  auto e = Engine::load(o);
+  ASSERT_TRUE(bool(e)) << llvm::toString(e.takeError());
+  Batch batch(**e);
+  Instance i = batch.addInstance();
+  Param E = llvm::cantFail((*e)->param("E"));
+  Value x = i.embedding(E, 3);
+  auto hc = i.call(llvm::cantFail((*e)->module("cell")), {x, x});
+  i.output(hc[1]); // x + x
+  i.output(x);
+  auto r = (*e)->run(batch);
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  for (int k = 0; k < 4; ++k)
+    EXPECT_EQ(r->output(0, 0)[k], 2 * r->output(0, 1)[k]);
+
+  // Its errors are located too, at the name given (default model.json).
+  o.modelJson = R"({"dynb":1,"model":{"params":[],"modules":[{"name":"m",)"
+                R"("nodes":[{"op":"tanh","inputs":[0]}],"outputs":[0]}]}})";
+  e = Engine::load(o);
+  ASSERT_FALSE(bool(e));
+  EXPECT_HAS(llvm::toString(e.takeError()), "model.json:1:");
+}
+
 TEST(EngineLoad, ModelErrorsAreTheCliMessages) {
   EngineOptions o;
   o.modelPath = "/nonexistent/model.json";

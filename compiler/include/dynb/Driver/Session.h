@@ -94,6 +94,9 @@ public:
 
   /// Reads graphs (see importGraphFile); diagnostics go to stderr.
   mlir::LogicalResult loadGraphs(llvm::StringRef path);
+  /// The same from interchange JSON in memory; `name` is used in locations.
+  mlir::LogicalResult loadJsonGraphs(llvm::StringRef name,
+                                     llvm::StringRef text);
   /// Reads parameters and checks them against the model's dynb.param ops.
   llvm::Error loadParams(llvm::StringRef path);
   /// Seeds every parameter of the model (deterministic); fails when they
@@ -116,6 +119,8 @@ public:
 
 private:
   llvm::Error checkParams();
+  /// What the runtime path needs of a loaded module beyond the verifier.
+  mlir::LogicalResult checkLoaded();
 
   std::unique_ptr<mlir::MLIRContext> ctx_;
   llvm::SourceMgr sourceMgr_;

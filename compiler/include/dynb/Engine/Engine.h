@@ -34,6 +34,10 @@ struct EngineOptions {
   /// The model: `.mlir`, `.json` or `.jsonl` (docs/interchange.md). Its
   /// `dynb.param`s and modules are loaded; instances in it are ignored.
   std::string modelPath;
+  /// Or the model as interchange JSON in memory (used when not empty; a
+  /// model built in C++ comes this way); modelPath then only names it in
+  /// messages.
+  std::string modelJson;
   /// Parameters (safetensors, F32, checked against the model); empty: every
   /// parameter is seeded from `seed` as `dynbc run --seed` does.
   std::string paramsPath;
