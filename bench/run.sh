@@ -3,7 +3,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-KNOWN_WORKLOADS=(treelstm moe)
+KNOWN_WORKLOADS=(treelstm moe api)
 
 usage() {
   cat <<USAGE
@@ -14,6 +14,7 @@ usage: bench/run.sh BUILD_DIR [WORKLOAD...] [OPTIONS...]
   Workloads: ${KNOWN_WORKLOADS[*]}
   treelstm options: --quick, --out DIR, --threads N, --trees N, --no-peers (see bench/README.md)
   moe options: --quick, --grid seed|lm|all, --out DIR, --threads N, --max-memory SIZE, --no-peers
+  api options: --quick, --out DIR, --threads N, --trees N, --rounds N (the embedded API against dynbc)
   Both run PyTorch peers on the same inputs and weights unless --no-peers.
 USAGE
 }
@@ -51,6 +52,7 @@ for i in "${!workloads[@]}"; do
   case "$name" in
     treelstm) "$PYTHON" "$HERE/treelstm.py" "$BUILD" "$@" ;;
     moe) "$PYTHON" "$HERE/moe.py" "$BUILD" "$@" ;;
+    api) "$PYTHON" "$HERE/api.py" "$BUILD" "$@" ;;
   esac
 done
 

@@ -12,7 +12,7 @@ trap 'rm -rf "$OUT"' EXIT
 
 # DYNB_TEST_SUITES (unit suites, space-separated) and DYNB_TEST_LIT=0 narrow
 # the run (tools/dev test --sanitize=thread runs the runtime's suite alone).
-read -r -a UNIT_SUITES <<<"${DYNB_TEST_SUITES:-dynb-batching-tests dynb-runtime-tests dynb-compiler-tests}"
+read -r -a UNIT_SUITES <<<"${DYNB_TEST_SUITES:-dynb-batching-tests dynb-runtime-tests dynb-compiler-tests dynb-engine-tests}"
 passed=0
 failed=0
 problems=()

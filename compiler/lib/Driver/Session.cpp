@@ -63,7 +63,7 @@ static int64_t statusField(const char *field) {
 int64_t dynb::peakResidentBytes() { return statusField("VmHWM:"); }
 int64_t dynb::residentBytes() { return statusField("VmRSS:"); }
 
-Session::Session()
+Session::Session(llvm::raw_ostream &diagnostics)
     : ctx_(std::make_unique<MLIRContext>(MLIRContext::Threading::DISABLED)) {
   registerDynbDialects(*ctx_);
   loadLoweringDialects(*ctx_);
@@ -71,7 +71,7 @@ Session::Session()
   // no source excerpt for JSON, whose one line can be megabytes.
   ctx_->printOpOnDiagnostic(false);
   diagHandler_ = std::make_unique<SourceMgrDiagnosticHandler>(
-      sourceMgr_, ctx_.get(), llvm::errs(), [](Location loc) {
+      sourceMgr_, ctx_.get(), diagnostics, [](Location loc) {
         auto file = dyn_cast<FileLineColLoc>(loc);
         return !file || file.getFilename().strref().ends_with(".mlir");
       });
@@ -81,7 +81,7 @@ Session::Session()
   // name, and quote a JSON line that can be megabytes long). Locations in
   // .mlir files fall through to the source manager handler.
   jsonDiagHandler_ = std::make_unique<ScopedDiagnosticHandler>(
-      ctx_.get(), [](Diagnostic &diag) -> LogicalResult {
+      ctx_.get(), [&diagnostics](Diagnostic &diag) -> LogicalResult {
         auto name = dyn_cast<NameLoc>(diag.getLocation());
         auto file = name ? dyn_cast<FileLineColLoc>(name.getChildLoc())
                          : dyn_cast<FileLineColLoc>(diag.getLocation());
@@ -93,12 +93,12 @@ Session::Session()
           auto f = n ? dyn_cast<FileLineColLoc>(n.getChildLoc())
                      : dyn_cast<FileLineColLoc>(l);
           if (f)
-            llvm::errs() << f.getFilename().strref() << ":" << f.getLine()
-                         << ":" << f.getColumn() << ": ";
-          llvm::errs() << kind << ": ";
+            diagnostics << f.getFilename().strref() << ":" << f.getLine() << ":"
+                        << f.getColumn() << ": ";
+          diagnostics << kind << ": ";
           if (n)
-            llvm::errs() << n.getName().strref() << ": ";
-          llvm::errs() << d << "\n";
+            diagnostics << n.getName().strref() << ": ";
+          diagnostics << d << "\n";
         };
         StringRef kind =
             diag.getSeverity() == DiagnosticSeverity::Error     ? "error"
@@ -118,6 +118,17 @@ LogicalResult Session::loadGraphs(StringRef path) {
   ImportLimits importLimits;
   importLimits.maxNodes = limits_.maxNodes;
   module_ = importGraphFile(path, *ctx_, sourceMgr_, importLimits);
+  return checkLoaded();
+}
+
+LogicalResult Session::loadJsonGraphs(StringRef name, StringRef text) {
+  ImportLimits importLimits;
+  importLimits.maxNodes = limits_.maxNodes;
+  module_ = importJsonGraphs(name, text, *ctx_, importLimits);
+  return checkLoaded();
+}
+
+LogicalResult Session::checkLoaded() {
   if (!module_)
     return failure();
   // What the runtime path needs beyond the verifier: unbatched input, and

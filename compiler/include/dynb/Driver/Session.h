@@ -22,6 +22,7 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <memory>
 #include <vector>
@@ -88,7 +89,8 @@ struct SessionLimits {
 
 class Session {
 public:
-  Session();
+  /// Diagnostics (located, as dynbc prints them) go to `diagnostics`.
+  explicit Session(llvm::raw_ostream &diagnostics = llvm::errs());
   ~Session();
 
   mlir::MLIRContext &context() { return *ctx_; }
@@ -99,6 +101,9 @@ public:
 
   /// Reads graphs (see importGraphFile); diagnostics go to stderr.
   mlir::LogicalResult loadGraphs(llvm::StringRef path);
+  /// The same from interchange JSON in memory; `name` is used in locations.
+  mlir::LogicalResult loadJsonGraphs(llvm::StringRef name,
+                                     llvm::StringRef text);
   /// Reads parameters and checks them against the model's dynb.param ops.
   llvm::Error loadParams(llvm::StringRef path);
   /// Seeds every parameter of the model (deterministic); fails when they
@@ -121,6 +126,8 @@ public:
 
 private:
   llvm::Error checkParams();
+  /// What the runtime path needs of a loaded module beyond the verifier.
+  mlir::LogicalResult checkLoaded();
 
   std::unique_ptr<mlir::MLIRContext> ctx_;
   llvm::SourceMgr sourceMgr_;

@@ -1,0 +1,99 @@
+//===- Engine.h - The embedded JIT: load a model, run batches ---*- C++ -*-===//
+//
+// The public entry point of dynb's embedded API (docs/api.md). An Engine
+// loads a model once (modules from `.mlir` or the JSON interchange,
+// parameters from safetensors or a seed), lowers and JIT-compiles each
+// module once, and then runs Batches that applications build per request.
+// Running a batch schedules its nodes with the same batching library as
+// the `dynb-batch` pass and assembles the plan with the same PlanAssembler
+// as `dynbc`, without building MLIR (only a per-instance op of a new shape
+// compiles a kernel). No MLIR header is needed to use it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DYNB_ENGINE_ENGINE_H
+#define DYNB_ENGINE_ENGINE_H
+
+#include "dynb/Batching/Scheduler.h"
+#include "dynb/Engine/Batch.h"
+#include "dynb/Engine/Results.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace dynb {
+
+namespace detail {
+struct EngineModel;
+}
+
+struct EngineOptions {
+  /// The model: `.mlir`, `.json` or `.jsonl` (docs/interchange.md). Its
+  /// `dynb.param`s and modules are loaded; instances in it are ignored.
+  std::string modelPath;
+  /// Or the model as interchange JSON in memory (used when not empty; a
+  /// model built in C++ comes this way); modelPath then only names it in
+  /// messages.
+  std::string modelJson;
+  /// Parameters (safetensors, F32, checked against the model); empty: every
+  /// parameter is seeded from `seed` as `dynbc run --seed` does.
+  std::string paramsPath;
+  uint64_t seed = 1;
+  /// The default strategy of run().
+  BatchingStrategy strategy = BatchingStrategy::Agenda;
+  /// Runtime threads (kernels, gathers and oneDNN); 0: OpenMP's default.
+  unsigned threads = 0;
+  /// Check each plan against its buffers and the parameters before running
+  /// it (cheap; off only for measuring the fast path's floor).
+  bool validatePlans = true;
+};
+
+/// What the engine compiled and how long that took.
+struct EngineStats {
+  unsigned modulesCompiled = 0; // at load
+  unsigned opKernelsCompiled = 0;
+  double jitSeconds = 0;
+};
+
+/// Thread-safe: any number of threads may build their own Batches and call
+/// run() concurrently; only the execution of plans is serialised (one
+/// arena, and oneDNN and the kernels already use every core).
+class Engine {
+public:
+  /// Loads the model and parameters and compiles every module. Errors are
+  /// the located messages `dynbc` prints (file:line:col, instance, node).
+  static llvm::Expected<std::unique_ptr<Engine>>
+  load(const EngineOptions &options);
+  ~Engine();
+  Engine(const Engine &) = delete;
+  Engine &operator=(const Engine &) = delete;
+
+  /// Resolves a module or parameter by name once, so that building a
+  /// graph never looks names up.
+  llvm::Expected<Module> module(llvm::StringRef name) const;
+  llvm::Expected<Param> param(llvm::StringRef name) const;
+
+  /// Runs every instance of `batch` with the engine's default strategy (or
+  /// `strategy`) and returns their outputs. The batch is emptied either
+  /// way, and its Values become stale. Fails, without running anything, on
+  /// the first misuse recorded while the batch was built.
+  llvm::Expected<Results> run(Batch &batch);
+  llvm::Expected<Results> run(Batch &batch, BatchingStrategy strategy);
+
+  EngineStats stats() const;
+  const EngineOptions &options() const;
+
+  /// For Batch: the loaded model's tables.
+  detail::EngineModel &model() { return *model_; }
+
+private:
+  Engine();
+  std::unique_ptr<detail::EngineModel> model_;
+};
+
+} // namespace dynb
+
+#endif // DYNB_ENGINE_ENGINE_H

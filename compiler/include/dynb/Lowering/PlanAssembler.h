@@ -1,0 +1,113 @@
+//===- PlanAssembler.h - Batched launches as runtime plan steps -*- C++ -*-===//
+//
+// The one place that turns a schedule (embedding lookups, gathers, module
+// and per-instance-op launches, dispatches, outputs) into rt::Plan steps
+// and buffers. It knows nothing of MLIR: PlanBuilder feeds it from a
+// `dynb.schedule` (the CLI path), the embedded Engine from its node arena
+// (the fast path), so both produce plans the same way.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DYNB_LOWERING_PLANASSEMBLER_H
+#define DYNB_LOWERING_PLANASSEMBLER_H
+
+#include "dynb/Lowering/LoweredSteps.h"
+#include "dynb/Runtime/Plan.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <functional>
+#include <optional>
+#include <utility>
+
+namespace dynb {
+
+struct PlanStats {
+  uint64_t launches = 0;       // batched ops of the schedule
+  uint64_t gathersCopied = 0;  // gathers that copy rows
+  uint64_t gathersAsViews = 0; // gathers that became views (no copy)
+  uint64_t concatsPlaced = 0;  // concats whose inputs were gathered in place
+};
+
+/// A batched value during assembly: a window of a buffer, and when a
+/// row-copying gather made it for a single use, that gather's step (so a
+/// concat of module arguments may redirect the copy into its own buffer).
+struct AssembledValue {
+  rt::Region region;
+  int64_t copyStep = -1;
+};
+
+/// A `dynb.dispatch` launch (a mixture of experts over x's rows).
+struct DispatchLaunch {
+  rt::Region x;
+  llvm::StringRef gate;
+  std::optional<llvm::StringRef> noise;
+  uint64_t noiseSeed = 0;
+  int64_t topK = 1;
+  int64_t outCols = 0;
+};
+
+class PlanAssembler {
+public:
+  /// The [rows x cols] buffer shape of a parameter, by name.
+  /// Called once per parameter and plan.
+  using ParamShapeFn =
+      std::function<std::pair<int64_t, int64_t>(llvm::StringRef)>;
+
+  PlanAssembler(ParamShapeFn shapeOf, PlanStats &stats)
+      : shapeOf_(std::move(shapeOf)), stats_(stats) {}
+
+  /// The parameter's buffer (one per name and plan).
+  rt::BufferId paramBuffer(llvm::StringRef name);
+  /// A batched embedding: rows `indices` of `table`. One launch.
+  rt::Region lookup(llvm::StringRef table, llvm::ArrayRef<int64_t> indices);
+  /// Stacks rows of earlier values: row i is row pairs[2i+1] of
+  /// sources[pairs[2i]]. Consecutive rows of one value become a view; any
+  /// other gather copies rows into a new buffer of `cols` columns.
+  AssembledValue gather(llvm::ArrayRef<rt::Region> sources,
+                        llvm::ArrayRef<int64_t> pairs, int64_t cols);
+  /// Runs module `m` on `n` rows of `args` (one per module argument) and
+  /// appends its results' regions to `results`. One launch. May redirect
+  /// the arguments' copying gathers into a concat buffer.
+  void launch(const LoweredSteps &m, int64_t n,
+              llvm::MutableArrayRef<AssembledValue> args,
+              llvm::SmallVectorImpl<rt::Region> &results);
+  /// A mixture-of-experts dispatch running `experts` per chosen expert;
+  /// returns its output. One launch.
+  rt::Region dispatch(const DispatchLaunch &d, const LoweredSteps &experts);
+  /// Marks a region as an output: live to the end of the plan.
+  void addOutput(const rt::Region &r) { plan_.outputs.push_back(r); }
+  /// Plans the arena and hands the plan over.
+  rt::Plan finish();
+
+private:
+  rt::Region fullRegion(rt::BufferId id) const {
+    const rt::BufferDesc &d = plan_.buffers[id];
+    return {id, 0, d.rows, 0, d.cols};
+  }
+  rt::Region newValue(int64_t rows, int64_t cols) {
+    return fullRegion(plan_.addArenaBuffer(rows, cols));
+  }
+  /// A copy of `r` into a fresh buffer whose columns start at 0.
+  rt::Region compact(const rt::Region &r);
+  /// Gathers the concat's arguments straight into its buffer when every
+  /// one of them is a row copy made for this use alone.
+  bool placeConcatArgs(const LoweredStep &s,
+                       llvm::MutableArrayRef<AssembledValue> args,
+                       rt::BufferId dst, int64_t n);
+  void appendSteps(const LoweredSteps &m, int64_t rows,
+                   llvm::function_ref<rt::Region(const SlotRef &)> resolve,
+                   llvm::ArrayRef<bool> skip, std::vector<rt::Step> &out);
+
+  ParamShapeFn shapeOf_;
+  PlanStats &stats_;
+  rt::Plan plan_;
+  llvm::StringMap<rt::BufferId> params_;
+};
+
+} // namespace dynb
+
+#endif // DYNB_LOWERING_PLANASSEMBLER_H

@@ -1,0 +1,418 @@
+//===- Batch.cpp - Building instance graphs in a node arena ---------------===//
+//
+// The fast path's first half: every node is checked (values of this batch
+// and instance, widths, table rows), gets its signature id once, and is
+// added to the BatchingGraph right away, so a run only schedules.
+//
+//===----------------------------------------------------------------------===//
+#include "EngineModel.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <algorithm>
+#include <atomic>
+#include <fmt/format.h>
+
+using namespace dynb;
+using namespace dynb::detail;
+
+uint64_t detail::newBatchTag() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+const char *detail::opName(OpKind kind) {
+  switch (kind) {
+  case OpKind::Add:
+    return "add";
+  case OpKind::Mul:
+    return "mul";
+  case OpKind::Sigmoid:
+    return "sigmoid";
+  case OpKind::Tanh:
+    return "tanh";
+  case OpKind::Relu:
+    return "relu";
+  case OpKind::Concat:
+    return "concat";
+  case OpKind::Slice:
+    return "slice";
+  case OpKind::Linear:
+    return "linear";
+  }
+  return "?";
+}
+
+const OpInfo *EngineModel::internOp(const OpInfo &key) {
+  // The key is the signature's bytes: kind, widths and attributes.
+  llvm::SmallVector<int64_t, 8> words = {int64_t(key.kind), key.resultWidth,
+                                         key.a, key.b};
+  llvm::append_range(words, key.operandWidths);
+  llvm::StringRef bytes(reinterpret_cast<const char *>(words.data()),
+                        words.size() * sizeof(int64_t));
+  std::lock_guard<std::mutex> lock(opMutex);
+  auto it = opByKey.find(bytes);
+  if (it != opByKey.end())
+    return it->second;
+  OpInfo &info = ops.emplace_back(key);
+  info.signature = modules.size() + params.size() + ops.size() - 1;
+  opByKey[bytes] = &info;
+  return &info;
+}
+
+BatchData::BatchData(Engine &engine)
+    : engine(engine), model(engine.model()), tag(newBatchTag()) {}
+
+void BatchData::reset() {
+  nodes.clear();
+  graph.clear();
+  instances.clear();
+  arena.Reset();
+  firstFailed = ~0u;
+  pendingReads.clear();
+  tag = newBatchTag();
+}
+
+uint32_t BatchData::numResults(const Node &n) const {
+  if (n.kind == NodeKind::Call)
+    return static_cast<const ModuleInfo *>(n.info)->resultWidths.size();
+  return 1;
+}
+
+int64_t BatchData::resultWidth(const Node &n, uint32_t result) const {
+  switch (n.kind) {
+  case NodeKind::Call:
+    return static_cast<const ModuleInfo *>(n.info)->resultWidths[result];
+  case NodeKind::Embedding:
+    return static_cast<const ParamInfo *>(n.info)->cols;
+  case NodeKind::Op:
+    return static_cast<const OpInfo *>(n.info)->resultWidth;
+  }
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Node construction
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Checks and adds one node of one instance; records the first misuse.
+class NodeAdder {
+public:
+  NodeAdder(BatchData &d, uint32_t instance, const char *what,
+            llvm::StringRef detail = {})
+      : d(d), instance(instance), what(what), detail(detail) {}
+
+  /// Fails (and records why) unless `v` is a valid value of this batch and
+  /// instance; else returns its width.
+  std::optional<int64_t> operand(Value v, unsigned index) {
+    if (!ok())
+      return std::nullopt;
+    if (v.batch != d.tag) {
+      fail(fmt::format("operand {} is a value of another batch (or of this "
+                       "batch before it was run or cleared)",
+                       index));
+      return std::nullopt;
+    }
+    if (!v.valid()) {
+      // An earlier node failed and said why; say nothing more.
+      failQuietly();
+      return std::nullopt;
+    }
+    if (v.node >= d.nodes.size()) {
+      fail(fmt::format("operand {} is not a node of this batch", index));
+      return std::nullopt;
+    }
+    const Node &n = *d.nodes[v.node];
+    if (n.instance != instance) {
+      fail(fmt::format("operand {} belongs to instance {}: instances do not "
+                       "share values",
+                       index, n.instance));
+      return std::nullopt;
+    }
+    if (v.result >= d.numResults(n)) {
+      fail(fmt::format("operand {} names result {} of a node with {}", index,
+                       v.result, d.numResults(n)));
+      return std::nullopt;
+    }
+    return d.resultWidth(n, v.result);
+  }
+
+  bool ok() const { return !failed && d.instances[instance].error.empty(); }
+
+  void fail(const std::string &why) {
+    failed = true;
+    InstanceData &inst = d.instances[instance];
+    if (!inst.error.empty())
+      return;
+    std::string label = what;
+    if (!detail.empty())
+      label += (detailIsModule ? " @" : " ") + detail.str();
+    inst.error = fmt::format("instance {}, node {} ({}): {}", instance,
+                             inst.numNodes, label, why);
+    if (d.firstFailed == ~0u || instance < d.firstFailed)
+      d.firstFailed = instance;
+  }
+  void failQuietly() { failed = true; }
+
+  /// Adds the node; `operands` are checked values.
+  Value add(NodeKind kind, uint32_t signature, const void *info, int64_t row,
+            llvm::ArrayRef<Value> operands) {
+    InstanceData &inst = d.instances[instance];
+    ++inst.numNodes;
+    if (failed)
+      return Value{d.tag, ~0u, 0};
+    auto *refs = d.arena.Allocate<OperandRef>(operands.size());
+    NodeId deps[8];
+    llvm::SmallVector<NodeId, 8> bigDeps;
+    NodeId *depPtr = deps;
+    if (operands.size() > 8) {
+      bigDeps.resize(operands.size());
+      depPtr = bigDeps.data();
+    }
+    for (auto [i, v] : llvm::enumerate(operands)) {
+      refs[i] = {v.node, v.result};
+      depPtr[i] = v.node;
+    }
+    // The graph wants each dependency once, in increasing order.
+    std::sort(depPtr, depPtr + operands.size());
+    size_t numDeps = std::unique(depPtr, depPtr + operands.size()) - depPtr;
+    auto *node = new (d.arena.Allocate<Node>()) Node{
+        kind, uint16_t(operands.size()), signature, instance, info, row, refs};
+    NodeId id =
+        d.graph.addNode(signature, llvm::ArrayRef<NodeId>(depPtr, numDeps));
+    d.nodes.push_back(node);
+    return Value{d.tag, id, 0};
+  }
+
+  BatchData &d;
+  uint32_t instance;
+  const char *what;
+  /// A table's or module's name, for messages.
+  llvm::StringRef detail;
+  bool detailIsModule = false;
+  bool failed = false;
+};
+
+} // namespace
+
+static BatchData &dataOf(Batch *b) { return b->data(); }
+
+Value Instance::embedding(Param table, int64_t row) {
+  BatchData &d = dataOf(batch_);
+  EngineModel &m = d.model;
+  NodeAdder adder(d, index_, "embedding");
+  if (!adder.ok()) {
+    adder.failQuietly();
+  } else if (table.id >= m.params.size()) {
+    adder.fail("not a parameter of this engine's model");
+  } else {
+    const ParamInfo &p = m.params[table.id];
+    adder.detail = p.name;
+    if (p.shape.size() != 2)
+      adder.fail(fmt::format("parameter '{}' is not a 2-D table", p.name));
+    else if (row < 0 || row >= p.rows)
+      adder.fail(fmt::format("index {} is outside table '{}' of {} rows", row,
+                             p.name, p.rows));
+    else
+      return adder.add(NodeKind::Embedding, m.embeddingSignature(table.id), &p,
+                       row, {});
+  }
+  return adder.add(NodeKind::Embedding, 0, nullptr, 0, {});
+}
+
+llvm::SmallVector<Value, 2> Instance::call(Module module,
+                                           llvm::ArrayRef<Value> args) {
+  BatchData &d = dataOf(batch_);
+  EngineModel &m = d.model;
+  NodeAdder adder(d, index_, "call");
+  const ModuleInfo *info = nullptr;
+  if (module.id >= m.modules.size()) {
+    adder.fail("not a module of this engine's model");
+  } else {
+    info = &m.modules[module.id];
+    adder.detail = info->name;
+    adder.detailIsModule = true;
+    if (args.size() != info->argWidths.size())
+      adder.fail(fmt::format("@{} takes {} arguments, got {}", info->name,
+                             info->argWidths.size(), args.size()));
+    for (auto [i, v] : llvm::enumerate(args)) {
+      std::optional<int64_t> w = adder.operand(v, i);
+      if (w && *w != info->argWidths[i])
+        adder.fail(fmt::format("argument {} has width {}, but @{} expects {}",
+                               i, *w, info->name, info->argWidths[i]));
+    }
+    if (adder.ok() && !adder.failed) {
+      Value v =
+          adder.add(NodeKind::Call, m.callSignature(module.id), info, 0, args);
+      llvm::SmallVector<Value, 2> results;
+      for (uint32_t r = 0; r < info->resultWidths.size(); ++r)
+        results.push_back(Value{v.batch, v.node, r});
+      return results;
+    }
+  }
+  adder.failQuietly();
+  adder.add(NodeKind::Call, 0, nullptr, 0, {});
+  size_t n = info ? info->resultWidths.size() : 1;
+  return llvm::SmallVector<Value, 2>(n, Value{d.tag, ~0u, 0});
+}
+
+/// Adds a per-instance op after checking its operands; `check` refines the
+/// signature (result width, attributes) or fails.
+template <typename CheckFn>
+static Value addOp(Batch *batch, uint32_t instance, OpKind kind,
+                   llvm::ArrayRef<Value> operands, CheckFn check) {
+  BatchData &d = batch->data();
+  NodeAdder adder(d, instance, opName(kind));
+  OpInfo key;
+  key.kind = kind;
+  for (auto [i, v] : llvm::enumerate(operands)) {
+    std::optional<int64_t> w = adder.operand(v, i);
+    key.operandWidths.push_back(w.value_or(0));
+  }
+  if (adder.ok() && !adder.failed) {
+    std::string why = check(key);
+    if (!why.empty())
+      adder.fail(why);
+  }
+  if (!adder.ok() || adder.failed) {
+    adder.failQuietly();
+    return adder.add(NodeKind::Op, 0, nullptr, 0, {});
+  }
+  const OpInfo *info = d.model.internOp(key);
+  return adder.add(NodeKind::Op, info->signature, info, 0, operands);
+}
+
+static std::string sameWidths(OpInfo &key) {
+  for (int64_t w : key.operandWidths)
+    if (w != key.operandWidths.front())
+      return fmt::format("operands have widths {} and {}; they must match",
+                         key.operandWidths.front(), w);
+  key.resultWidth = key.operandWidths.front();
+  return "";
+}
+
+Value Instance::add(Value a, Value b) {
+  return addOp(batch_, index_, OpKind::Add, {a, b}, sameWidths);
+}
+Value Instance::mul(Value a, Value b) {
+  return addOp(batch_, index_, OpKind::Mul, {a, b}, sameWidths);
+}
+Value Instance::sigmoid(Value x) {
+  return addOp(batch_, index_, OpKind::Sigmoid, {x}, sameWidths);
+}
+Value Instance::tanh(Value x) {
+  return addOp(batch_, index_, OpKind::Tanh, {x}, sameWidths);
+}
+Value Instance::relu(Value x) {
+  return addOp(batch_, index_, OpKind::Relu, {x}, sameWidths);
+}
+
+Value Instance::concat(llvm::ArrayRef<Value> parts) {
+  return addOp(batch_, index_, OpKind::Concat, parts, [&](OpInfo &key) {
+    if (parts.size() < 2)
+      return std::string("a concat needs at least two operands");
+    for (int64_t w : key.operandWidths)
+      key.resultWidth += w;
+    return std::string();
+  });
+}
+
+Value Instance::slice(Value x, int64_t offset, int64_t size) {
+  return addOp(batch_, index_, OpKind::Slice, {x}, [&](OpInfo &key) {
+    int64_t w = key.operandWidths.front();
+    if (offset < 0 || size <= 0 || offset > w - size)
+      return fmt::format("slice [{}, {}) is outside a value of width {}",
+                         offset, offset + size, w);
+    key.a = offset;
+    key.b = size;
+    key.resultWidth = size;
+    return std::string();
+  });
+}
+
+Value Instance::linear(Value x, Param weight, std::optional<Param> bias) {
+  EngineModel &m = batch_->data().model;
+  return addOp(batch_, index_, OpKind::Linear, {x}, [&](OpInfo &key) {
+    if (weight.id >= m.params.size() || (bias && bias->id >= m.params.size()))
+      return std::string("weight or bias is not a parameter of this model");
+    const ParamInfo &w = m.params[weight.id];
+    if (w.shape.size() != 2 || w.shape[1] != key.operandWidths.front())
+      return fmt::format("weight '{}' is not [N x {}]", w.name,
+                         key.operandWidths.front());
+    if (bias) {
+      const ParamInfo &b = m.params[bias->id];
+      if (b.shape.size() != 1 || b.shape[0] != w.shape[0])
+        return fmt::format("bias '{}' is not [{}]", b.name, w.shape[0]);
+    }
+    key.a = weight.id;
+    key.b = bias ? int64_t(bias->id) : -1;
+    key.resultWidth = w.shape[0];
+    return std::string();
+  });
+}
+
+void Instance::output(Value v) {
+  BatchData &d = dataOf(batch_);
+  NodeAdder adder(d, index_, "output");
+  std::optional<int64_t> w = adder.operand(v, 0);
+  if (w)
+    d.instances[index_].outputs.push_back({v.node, v.result});
+}
+
+int64_t Instance::width(Value v) const {
+  BatchData &d = dataOf(batch_);
+  if (v.batch != d.tag || !v.valid() || v.node >= d.nodes.size())
+    return 0;
+  const Node &n = *d.nodes[v.node];
+  return v.result < d.numResults(n) ? d.resultWidth(n, v.result) : 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Batch
+//===----------------------------------------------------------------------===//
+
+Batch::Batch(Engine &engine) : data_(std::make_unique<BatchData>(engine)) {}
+Batch::~Batch() = default;
+Batch::Batch(Batch &&) noexcept = default;
+Batch &Batch::operator=(Batch &&) noexcept = default;
+
+Instance Batch::addInstance() {
+  data_->instances.emplace_back();
+  return Instance(this, data_->instances.size() - 1);
+}
+
+size_t Batch::numInstances() const { return data_->instances.size(); }
+size_t Batch::numNodes() const { return data_->nodes.size(); }
+
+bool Batch::failed(uint32_t index) const {
+  return index < data_->instances.size() &&
+         !data_->instances[index].error.empty();
+}
+
+llvm::Error Batch::error() const {
+  if (data_->firstFailed == ~0u)
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 data_->instances[data_->firstFailed].error);
+}
+
+void Batch::discard(uint32_t index) {
+  if (index >= data_->instances.size())
+    return;
+  InstanceData &inst = data_->instances[index];
+  inst.discarded = true;
+  inst.outputs.clear();
+  inst.error.clear();
+  // The first failure may have moved on.
+  data_->firstFailed = ~0u;
+  for (auto [i, other] : llvm::enumerate(data_->instances))
+    if (!other.error.empty()) {
+      data_->firstFailed = i;
+      break;
+    }
+}
+
+void Batch::clear() { data_->reset(); }

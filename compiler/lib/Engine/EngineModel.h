@@ -1,0 +1,172 @@
+//===- EngineModel.h - The loaded model as the fast path sees it ----------===//
+//
+// Internal to the Engine: the model's modules and parameters as plain
+// tables (no MLIR), the signature space of nodes, and a batch's node arena.
+// Engine.cpp fills the tables at load (the only MLIR-including file of the
+// fast path, apart from compiling a kernel for a new per-instance op);
+// Batch.cpp and Run.cpp read them.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DYNB_LIB_ENGINE_ENGINEMODEL_H
+#define DYNB_LIB_ENGINE_ENGINEMODEL_H
+
+#include "dynb/Batching/BatchingGraph.h"
+#include "dynb/Engine/Engine.h"
+#include "dynb/Lowering/LoweredSteps.h"
+#include "dynb/Runtime/Executor.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Allocator.h"
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace dynb {
+class ValueRead;
+}
+
+namespace dynb::detail {
+
+struct ModuleInfo {
+  std::string name;
+  llvm::SmallVector<int64_t, 4> argWidths, resultWidths;
+  const LoweredSteps *lowered = nullptr;
+};
+
+struct ParamInfo {
+  std::string name;
+  llvm::SmallVector<int64_t, 3> shape;
+  /// As a plan buffer: [rows x cols].
+  int64_t rows = 0, cols = 0;
+};
+
+enum class OpKind : uint8_t {
+  Add,
+  Mul,
+  Sigmoid,
+  Tanh,
+  Relu,
+  Concat,
+  Slice,
+  Linear
+};
+const char *opName(OpKind kind);
+
+/// A per-instance op's signature: what it computes on which widths. Ops of
+/// equal signature share a launch and a compiled kernel.
+struct OpInfo {
+  OpKind kind;
+  llvm::SmallVector<int64_t, 4> operandWidths;
+  int64_t resultWidth = 0;
+  /// Slice: offset and size. Linear: weight and bias parameter ids (bias
+  /// ~0 when absent).
+  int64_t a = 0, b = 0;
+  uint32_t signature = 0;
+  /// Compiled on first run (under EngineModel::compileMutex).
+  const LoweredSteps *lowered = nullptr;
+};
+
+enum class NodeKind : uint8_t { Embedding, Call, Op };
+
+struct OperandRef {
+  uint32_t node;
+  uint32_t result;
+};
+
+/// A node in a batch's arena.
+struct Node {
+  NodeKind kind;
+  uint16_t numOperands;
+  uint32_t signature;
+  uint32_t instance;
+  /// ModuleInfo, ParamInfo (embedding table) or OpInfo.
+  const void *info;
+  /// Embedding: the row.
+  int64_t row;
+  const OperandRef *operands;
+};
+
+/// The engine's state. Filled once at load; the op table grows (under
+/// opMutex) when a batch uses a per-instance op of a new signature.
+struct EngineModel {
+  EngineOptions options;
+  llvm::SmallVector<ModuleInfo, 0> modules;
+  llvm::StringMap<uint32_t> moduleIds;
+  llvm::SmallVector<ParamInfo, 0> params;
+  llvm::StringMap<uint32_t> paramIds;
+
+  /// Signature ids: calls [0, M), embeddings [M, M + P), ops after.
+  uint32_t callSignature(uint32_t module) const { return module; }
+  uint32_t embeddingSignature(uint32_t param) const {
+    return modules.size() + param;
+  }
+
+  /// The op of this signature, interned (one OpInfo per distinct key).
+  const OpInfo *internOp(const OpInfo &key);
+  /// Compiles the op's kernel if it has none yet (caller holds
+  /// compileMutex). Implemented with MLIR in Engine.cpp.
+  llvm::Error compileOp(OpInfo &op);
+
+  std::mutex opMutex;
+  std::deque<OpInfo> ops;
+  llvm::StringMap<OpInfo *> opByKey;
+
+  /// MLIR and the kernel cache are single-threaded.
+  std::mutex compileMutex;
+  /// One executor (one arena) for every batch.
+  std::mutex runMutex;
+  std::unique_ptr<rt::Executor> executor;
+  EngineStats stats;
+
+  /// The MLIR side (session, kernel cache); defined in Engine.cpp.
+  struct Compiler;
+  std::unique_ptr<Compiler> compiler;
+  EngineModel();
+  ~EngineModel();
+};
+
+struct InstanceData {
+  uint32_t numNodes = 0;
+  bool discarded = false;
+  llvm::SmallVector<OperandRef, 1> outputs;
+  /// The first misuse in this instance (empty: none).
+  std::string error;
+};
+
+struct BatchData {
+  explicit BatchData(Engine &engine);
+  Engine &engine;
+  EngineModel &model;
+  /// Values carry it; a new one after every clear().
+  uint64_t tag;
+  /// Nodes and operand lists; 64 KiB slabs, so that a batch of thousands
+  /// of nodes takes a few mallocs (Reset keeps the first slab).
+  llvm::BumpPtrAllocatorImpl<llvm::MallocAllocator, 65536> arena;
+  llvm::SmallVector<Node *, 0> nodes;
+  BatchingGraph graph;
+  llvm::SmallVector<InstanceData, 0> instances;
+  /// Index of the first instance with an error, or ~0u.
+  uint32_t firstFailed = ~0u;
+  /// Reads registered by suspended builders (runTasks).
+  llvm::SmallVector<ValueRead *, 0> pendingReads;
+
+  void reset();
+  int64_t resultWidth(const Node &n, uint32_t result) const;
+  uint32_t numResults(const Node &n) const;
+};
+
+uint64_t newBatchTag();
+
+/// Schedules and runs every node of `d` (leaving the batch as it is) and
+/// copies the results `wanted` into `results`: one Results instance per
+/// group, group k being wanted[ends[k-1] .. ends[k]).
+llvm::Error runGraph(EngineModel &m, BatchData &d, BatchingStrategy strategy,
+                     llvm::ArrayRef<OperandRef> wanted,
+                     llvm::ArrayRef<uint32_t> ends, Results &results);
+
+} // namespace dynb::detail
+
+#endif // DYNB_LIB_ENGINE_ENGINEMODEL_H

@@ -1,0 +1,141 @@
+//===- EngineOpsTest.cpp - Per-instance ops and calls vs the reference ----===//
+//
+// Graphs mixing every per-instance op with module calls are built twice,
+// through the API and as interchange JSON, and the API's outputs are
+// checked against the reference interpreter on the JSON.
+//
+//===----------------------------------------------------------------------===//
+#include "EngineTestUtils.h"
+
+using namespace dynb;
+using namespace dynb::test;
+
+namespace {
+
+const char *kModel = R"({"params":[
+ {"name":"E","shape":[10,6]},{"name":"W","shape":[4,6]},{"name":"b","shape":[4]},
+ {"name":"V","shape":[6,6]}],
+"modules":[{"name":"mix","nodes":[
+ {"op":"arg","shape":[6]},{"op":"arg","shape":[4]},
+ {"op":"linear","inputs":[0],"weight":"V"},{"op":"tanh","inputs":[2]},
+ {"op":"slice","inputs":[3],"offset":2,"size":4},{"op":"mul","inputs":[4,1]}],
+ "outputs":[5,3]}]})";
+
+/// Builds the same graph through an Instance and as JSON nodes.
+struct Twin {
+  explicit Twin(Instance &inst) : inst(inst) {}
+  Instance &inst;
+  std::string json;
+  int next = 0;
+  llvm::DenseMap<uint64_t, std::string> refOf;
+
+  std::string ref(Value v) {
+    return refOf.lookup((uint64_t(v.node) << 8) | v.result);
+  }
+  Value node(Value v, const std::string &body) {
+    json += (json.empty() ? "" : ",") + std::string("{") + body + "}";
+    refOf[(uint64_t(v.node) << 8)] = std::to_string(next);
+    return ++next, v;
+  }
+  Value embedding(Param E, int64_t row) {
+    return node(inst.embedding(E, row),
+                fmt::format(R"("op":"embedding","table":"E","index":{})", row));
+  }
+  Value unary(const char *op, Value v, Value x) {
+    return node(v, fmt::format(R"("op":"{}","inputs":[{}])", op, ref(x)));
+  }
+  Value binary(const char *op, Value v, Value a, Value b) {
+    return node(
+        v, fmt::format(R"("op":"{}","inputs":[{},{}])", op, ref(a), ref(b)));
+  }
+};
+
+TEST(EngineOps, EveryPerInstanceOpAndCallsMatchReference) {
+  constexpr int kInstances = 23;
+  std::string modelPath =
+      writeTemp("ops-model.json", std::string(R"({"dynb":1,"model":)") +
+                                      kModel + R"(,"instances":[]})");
+  EngineOptions o;
+  o.modelPath = modelPath;
+  o.seed = 7;
+  auto engine = Engine::load(o);
+  ASSERT_TRUE(bool(engine)) << llvm::toString(engine.takeError());
+  Param E = llvm::cantFail((*engine)->param("E"));
+  Param W = llvm::cantFail((*engine)->param("W"));
+  Param b = llvm::cantFail((*engine)->param("b"));
+  Module mix = llvm::cantFail((*engine)->module("mix"));
+
+  for (BatchingStrategy s : {BatchingStrategy::None, BatchingStrategy::Depth,
+                             BatchingStrategy::Agenda}) {
+    Batch batch(**engine);
+    std::string instances;
+    for (int i = 0; i < kInstances; ++i) {
+      Instance inst = batch.addInstance();
+      Twin t(inst);
+      Value x = t.embedding(E, i % 10);
+      Value y = t.node(inst.linear(x, W, b),
+                       fmt::format(R"("op":"linear","inputs":[{}],)"
+                                   R"("weight":"W","bias":"b")",
+                                   t.ref(x)));
+      Value z = t.unary("tanh", inst.tanh(y), y);
+      Value sl = t.node(inst.slice(x, 1, 4),
+                        fmt::format(R"("op":"slice","inputs":[{}],)"
+                                    R"("offset":1,"size":4)",
+                                    t.ref(x)));
+      Value r = t.unary("relu", inst.relu(sl), sl);
+      Value a = t.binary("add", inst.add(z, r), z, r);
+      Value g = t.unary("sigmoid", inst.sigmoid(sl), sl);
+      Value c = t.binary("concat", inst.concat({a, g}), a, g);
+      std::string second;
+      if (i % 2) {
+        auto m = inst.call(mix, {x, a});
+        t.node(m[0],
+               fmt::format(R"("op":"call","module":"mix","inputs":[{},{}])",
+                           t.ref(x), t.ref(a)));
+        inst.output(c);
+        inst.output(m[0]);
+        second = "[" + t.ref(m[0]) + ",0]";
+      } else {
+        Value p = t.binary("mul", inst.mul(a, z), a, z);
+        inst.output(c);
+        inst.output(p);
+        second = t.ref(p);
+      }
+      instances +=
+          (i ? "," : "") + fmt::format(R"({{"nodes":[{}],"outputs":[{},{}]}})",
+                                       t.json, t.ref(c), second);
+    }
+    std::string refPath =
+        writeTemp("ops.json", std::string(R"({"dynb":1,"model":)") + kModel +
+                                  R"(,"instances":[)" + instances + "]}");
+    Session session;
+    ASSERT_TRUE(succeeded(session.loadGraphs(refPath)));
+    ASSERT_FALSE(bool(session.seedParams(7)));
+    auto ref = session.runReference();
+    ASSERT_TRUE(succeeded(ref));
+    auto got = (*engine)->run(batch, s);
+    ASSERT_TRUE(bool(got)) << llvm::toString(got.takeError());
+    ASSERT_EQ(got->numInstances(), size_t(kInstances));
+    for (int i = 0; i < kInstances; ++i) {
+      ASSERT_EQ(got->numOutputs(i), 2u);
+      for (int p = 0; p < 2; ++p) {
+        int64_t w = ref->widths[p];
+        llvm::ArrayRef<float> want =
+            llvm::ArrayRef<float>(ref->values[p]).slice(i * w, w);
+        EXPECT_TRUE(close(got->output(i, p), want))
+            << "instance " << i << " output " << p << " (" << toString(s).str()
+            << ")";
+      }
+    }
+    if (s != BatchingStrategy::None) {
+      EXPECT_LT(got->stats().launches, got->stats().nodes / 4);
+    }
+    llvm::sys::fs::remove(refPath);
+  }
+  // One kernel per op signature, compiled on first use and reused by the
+  // next batches.
+  EXPECT_EQ((*engine)->stats().opKernelsCompiled, 8u);
+  llvm::sys::fs::remove(modelPath);
+}
+
+} // namespace
