@@ -36,6 +36,13 @@ private:
     return fullRegion(plan.addArenaBuffer(rows, cols));
   }
   void emitGather(GatherOp op);
+  /// A map step of a module (MapLowering.cpp's form) on resolved regions.
+  rt::Step mapStep(const LoweredStep &s, ArrayRef<rt::Region> inputs,
+                   const rt::Region &out);
+  /// A copy of batched maps `r` between PyTorch's plain C x H x W and the
+  /// runtime's map layout, in a fresh buffer.
+  rt::Region relayoutMaps(const rt::Region &r, RankedTensorType type,
+                          bool toMapLayout);
   void emitModule(const LoweredModule &m, Operation *launch);
   void emitDispatch(DispatchOp op, const LoweredModule &experts);
   /// A copy of `r` into a fresh buffer whose columns start at 0.
@@ -71,6 +78,10 @@ rt::BufferId PlanEmitter::paramBuffer(StringRef name) {
   // matrices as their rows one after another.
   ArrayRef<int64_t> shape = param.getTensorType().getShape();
   int64_t cols = shape.back();
+  // Rank 4 (a table of feature maps, convolution weights): one row per
+  // entry of the first dimension, which is what a lookup copies.
+  if (shape.size() == 4)
+    cols = shape[1] * shape[2] * shape[3];
   int64_t rows = param.getTensorType().getNumElements() / cols;
   rt::BufferId id = plan.addParameterBuffer(name.str(), rows, cols);
   params[name] = id;
@@ -184,7 +195,12 @@ void PlanEmitter::emitModule(const LoweredModule &m, Operation *launch) {
     if (placed[i])
       continue;
     rt::Step step;
-    if (s.kind == LoweredStep::Kind::Gemm) {
+    if (s.kind == LoweredStep::Kind::Map) {
+      SmallVector<rt::Region, 2> inputs;
+      for (const SlotRef &a : s.args)
+        inputs.push_back(resolve(a));
+      step = mapStep(s, inputs, resolve(s.c));
+    } else if (s.kind == LoweredStep::Kind::Gemm) {
       step.kind = rt::Step::Kind::Gemm;
       step.gemm.a = resolve(s.a);
       step.gemm.c = resolve(s.c);
@@ -261,6 +277,46 @@ void PlanEmitter::emitDispatch(DispatchOp op, const LoweredModule &experts) {
   plan.steps.push_back(std::move(step));
 }
 
+rt::Step PlanEmitter::mapStep(const LoweredStep &s,
+                             ArrayRef<rt::Region> inputs,
+                             const rt::Region &out) {
+  rt::Step step;
+  step.kind = rt::Step::Kind::Map;
+  step.map = s.map;
+  // Map steps read whole rows; a column window is copied out first.
+  for (const rt::Region &r : inputs)
+    step.map.inputs.push_back(
+        r.col == 0 && r.cols == plan.buffers[r.buffer].cols ? r : compact(r));
+  step.map.out = out;
+  if (s.map.op == rt::MapStep::Op::Conv) {
+    step.map.weight = paramBuffer(s.weight);
+    step.map.hasBias = !s.bias.empty();
+    if (step.map.hasBias)
+      step.map.bias = paramBuffer(s.bias);
+  }
+  return step;
+}
+
+rt::Region PlanEmitter::relayoutMaps(const rt::Region &r,
+                                     RankedTensorType type, bool toMapLayout) {
+  rt::Step step;
+  step.kind = rt::Step::Kind::Map;
+  rt::MapStep &m = step.map;
+  m.op = toMapLayout ? rt::MapStep::Op::ToMapLayout
+                     : rt::MapStep::Op::FromMapLayout;
+  m.channels = type.getDimSize(1);
+  m.height = type.getDimSize(2);
+  m.width = type.getDimSize(3);
+  // Map steps read whole rows.
+  m.inputs.push_back(r.col == 0 && r.cols == plan.buffers[r.buffer].cols
+                         ? r
+                         : compact(r));
+  m.out = newValue(r.rows, r.cols);
+  rt::Region out = m.out;
+  plan.steps.push_back(std::move(step));
+  return out;
+}
+
 FailureOr<rt::Plan> PlanEmitter::run() {
   for (Operation &op : schedule.getBody().front()) {
     if (auto lookup = dyn_cast<LookupOp>(op)) {
@@ -274,13 +330,21 @@ FailureOr<rt::Plan> PlanEmitter::run() {
       for (int64_t i : idx)
         step.gather.sources.push_back({table, i});
       plan.steps.push_back(std::move(step));
+      if (lookup.getResult().getType().getRank() == 4)
+        dst = relayoutMaps(dst, lookup.getResult().getType(),
+                           /*toMapLayout=*/true);
       regions[lookup.getResult()] = dst;
       ++stats.launches;
     } else if (auto gather = dyn_cast<GatherOp>(op)) {
       emitGather(gather);
     } else if (auto yield = dyn_cast<YieldOp>(op)) {
-      for (Value v : yield.getValues())
-        plan.outputs.push_back(regions.lookup(v));
+      for (Value v : yield.getValues()) {
+        auto type = cast<RankedTensorType>(v.getType());
+        plan.outputs.push_back(
+            type.getRank() == 4
+                ? relayoutMaps(regions.lookup(v), type, /*toMapLayout=*/false)
+                : regions.lookup(v));
+      }
     } else if (auto dispatch = dyn_cast<DispatchOp>(op)) {
       auto experts =
           schedule->getParentOfType<ModuleOp>().lookupSymbol<func::FuncOp>(

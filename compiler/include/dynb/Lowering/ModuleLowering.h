@@ -38,7 +38,8 @@ struct SlotRef {
 };
 
 struct LoweredStep {
-  enum class Kind : uint8_t { Gemm, Kernel };
+  /// Map: a feature-map op the runtime runs with oneDNN (MapLowering.cpp).
+  enum class Kind : uint8_t { Gemm, Kernel, Map };
   Kind kind = Kind::Kernel;
   // Gemm: c = a * weight^T (+ bias).
   SlotRef a, c;
@@ -54,6 +55,10 @@ struct LoweredStep {
   /// that gathers those arguments anyway may gather them straight into the
   /// windows and skip this step.
   llvm::SmallVector<unsigned, 4> concatArgs;
+  /// Map: the runtime step without its regions and buffers; its inputs are
+  /// `args`, its output `c`, its convolution weight and bias `weight` and
+  /// `bias`.
+  rt::MapStep map;
 };
 
 /// The batch-size-independent form of a module.
@@ -84,6 +89,15 @@ struct LoweredModule {
 /// (calls inside modules, embeddings, values that are not 1-D per instance).
 mlir::FailureOr<std::unique_ptr<LoweredModule>>
 lowerModuleBody(mlir::func::FuncOp fn, llvm::StringRef kernelPrefix);
+
+/// Whether `op` is a feature-map op that lowers to a map step.
+bool isMapOp(mlir::Operation *op);
+
+/// The map step of a feature-map op on the given input slots, its result
+/// in `out` (a new local the caller made). `fuseRelu` runs a ReLU after a
+/// convolution (oneDNN post-op).
+LoweredStep lowerMapOp(mlir::Operation *op, llvm::ArrayRef<SlotRef> inputs,
+                       SlotRef out, bool fuseRelu);
 
 /// Loads the dialects the lowering and the JIT create ops of.
 void loadLoweringDialects(mlir::MLIRContext &ctx);
