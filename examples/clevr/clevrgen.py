@@ -8,9 +8,11 @@ nine template families and their node ranges (WORKLOADS.md section 2), and,
 with --features, random image features as a safetensors file holding one F32
 tensor 'features' [images, C, H, W] (standard normal; C, H, W default 1024,
 14, 14: ResNet-101 cut after its third stage). Seeded: the same arguments give
-the same files. Python 3 standard library, plus numpy for --features.
+the same files. Python 3 standard library; numpy, when present, makes
+--features faster (the values then differ from the stdlib ones).
 """
 import argparse
+import array
 import json
 import random
 import struct
@@ -155,19 +157,27 @@ def write_questions(path, qs):
 
 
 def write_features(path, images, channels, size, seed):
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
     shape = [images, channels, size, size]
-    data = rng.standard_normal(shape, dtype=np.float32)
+    count = images * channels * size * size
+    try:
+        import numpy as np
+
+        rng = np.random.default_rng(seed)
+        data = rng.standard_normal(count, dtype=np.float32).tobytes()
+    except ImportError:  # the standard library alone: slower, same format
+        rng = random.Random(seed)
+        data = array.array("f", (rng.gauss(0.0, 1.0) for _ in range(count)))
+        if sys.byteorder != "little":
+            data.byteswap()
+        data = data.tobytes()
     header = {"features": {"dtype": "F32", "shape": shape,
-                           "data_offsets": [0, data.nbytes]}}
+                           "data_offsets": [0, len(data)]}}
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(text)))
         f.write(text)
-        f.write(data.tobytes(order="C"))
+        f.write(data)
 
 
 def main():
