@@ -3,7 +3,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-KNOWN_WORKLOADS=(treelstm moe)
+KNOWN_WORKLOADS=(treelstm moe clevr)
 
 usage() {
   cat <<USAGE
@@ -14,6 +14,7 @@ usage: bench/run.sh BUILD_DIR [WORKLOAD...] [OPTIONS...]
   Workloads: ${KNOWN_WORKLOADS[*]}
   treelstm options: --quick, --out DIR, --threads N, --trees N, --no-peers (see bench/README.md)
   moe options: --quick, --grid seed|lm|all, --out DIR, --threads N, --max-memory SIZE, --no-peers
+  clevr options: --quick, --batches 16,64,256, --out DIR, --threads N, --repeat N
   Both run PyTorch peers on the same inputs and weights unless --no-peers.
 USAGE
 }
@@ -51,6 +52,7 @@ for i in "${!workloads[@]}"; do
   case "$name" in
     treelstm) "$PYTHON" "$HERE/treelstm.py" "$BUILD" "$@" ;;
     moe) "$PYTHON" "$HERE/moe.py" "$BUILD" "$@" ;;
+    clevr) "$PYTHON" "$HERE/clevr.py" "$BUILD" "$@" ;;
   esac
 done
 

@@ -151,6 +151,13 @@ static cl::opt<int64_t> clevrMapSize(
     cl::init(ClevrModelConfig().mapSize), cl::sub(compileCmd),
     cl::sub(runCmd), cl::sub(statsCmd), cl::cat(dynbCat));
 
+static cl::opt<bool> clevrModulesOnly(
+    "modules-only",
+    cl::desc("CLEVR question files: the program modules alone, from a "
+             "parameter 'stem_out' to each root's map (no stem, no "
+             "classifier), to time them"),
+    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(statsCmd), cl::cat(dynbCat));
+
 static cl::opt<uint64_t>
     maxNodes("max-nodes",
              cl::desc("Refuse inputs with more nodes than this (0: no limit)"),
@@ -557,6 +564,7 @@ int main(int argc, char **argv) {
   clevr.fcDim = 8 * clevrModuleDim;
   clevr.featureChannels = clevrFeatureDim;
   clevr.mapSize = clevrMapSize;
+  clevr.modulesOnly = clevrModulesOnly;
   session.setClevrConfig(clevr);
   if (failed(session.loadGraphs(inputPath)))
     return 1;

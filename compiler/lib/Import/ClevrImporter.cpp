@@ -321,14 +321,21 @@ LogicalResult ClevrImporter::importQuestion(const json::Value &qv,
   OpBuilder ib = OpBuilder::atBlockEnd(module->getBody());
   auto inst = ib.create<InstanceOp>(at(qpos, qwhere));
   ib.createBlock(&inst.getBody());
-  Value features = ib.create<EmbeddingOp>(
-      loc, map(config.featureChannels),
-      FlatSymbolRefAttr::get(&ctx, "features"), ib.getI64IntegerAttr(image));
   Type m = map(config.moduleDim);
-  Value stem = ib.create<CallOp>(loc, TypeRange{m},
-                                 FlatSymbolRefAttr::get(&ctx, "stem"),
-                                 ValueRange{features})
-                   .getResult(0);
+  Value stem;
+  if (config.modulesOnly) {
+    stem = ib.create<EmbeddingOp>(loc, m,
+                                  FlatSymbolRefAttr::get(&ctx, "stem_out"),
+                                  ib.getI64IntegerAttr(image));
+  } else {
+    Value features = ib.create<EmbeddingOp>(
+        loc, map(config.featureChannels),
+        FlatSymbolRefAttr::get(&ctx, "features"), ib.getI64IntegerAttr(image));
+    stem = ib.create<CallOp>(loc, TypeRange{m},
+                             FlatSymbolRefAttr::get(&ctx, "stem"),
+                             ValueRange{features})
+               .getResult(0);
+  }
   SmallVector<Value> values;
   for (auto [j, nv] : llvm::enumerate(*program)) {
     Position npos = pos && j < pos->nodes.size() ? pos->nodes[j] : qpos;
@@ -385,6 +392,10 @@ LogicalResult ClevrImporter::importQuestion(const json::Value &qv,
                                        args)
                          .getResult(0));
   }
+  if (config.modulesOnly) {
+    ib.create<OutputOp>(loc, ValueRange{values.back()});
+    return success();
+  }
   Value answer =
       ib.create<CallOp>(loc, TypeRange{tensor({config.answers})},
                         FlatSymbolRefAttr::get(&ctx, "classifier"),
@@ -435,12 +446,17 @@ OwningOpRef<ModuleOp> ClevrImporter::run(StringRef text) {
 
   module = ModuleOp::create(fileLoc);
   b.setInsertionPointToEnd(module->getBody());
-  param("features",
-        {rows, config.featureChannels, config.mapSize, config.mapSize});
-  buildStem();
+  if (config.modulesOnly) {
+    param("stem_out", {rows, config.moduleDim, config.mapSize, config.mapSize});
+  } else {
+    param("features",
+          {rows, config.featureChannels, config.mapSize, config.mapSize});
+    buildStem();
+  }
   for (const std::string &token : clevrModuleTokens())
     buildModule(token, clevrTokenArity(token));
-  buildClassifier();
+  if (!config.modulesOnly)
+    buildClassifier();
   for (auto [i, qv] : llvm::enumerate(*questions))
     if (failed(importQuestion(qv, i,
                               i < positions.size() ? &positions[i] : nullptr,

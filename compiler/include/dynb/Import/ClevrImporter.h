@@ -24,6 +24,10 @@ struct ClevrModelConfig {
   int64_t projDim = 512;
   int64_t fcDim = 1024;
   int64_t answers = 32;
+  /// The program modules alone (for timing them): each question reads its
+  /// stem output from the parameter `stem_out` [images, module_dim, H, W]
+  /// and outputs its root module's map; no stem, no classifier.
+  bool modulesOnly = false;
 };
 
 /// The 40 program tokens that have modules, in a fixed order: `scene`, the
