@@ -57,8 +57,15 @@ uint64_t dynb::rt::mapStepMacs(const MapStep &step) {
 
 namespace {
 
-/// The runtime's layout of a map of C channels (see MapStep).
+/// The runtime's layout of a map of C channels (see MapStep): blocks of
+/// the machine's vector width, which oneDNN's direct convolutions want.
 tag mapLayout(int64_t channels) {
+  static const bool avx512 = [] {
+    unsigned isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+    return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+  }();
+  if (avx512 && channels % 16 == 0)
+    return tag::nChw16c;
   return channels % 8 == 0 ? tag::nChw8c : tag::nhwc;
 }
 

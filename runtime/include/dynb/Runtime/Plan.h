@@ -126,9 +126,10 @@ struct DispatchStep {
 
 /// An operation on feature maps (docs/clevr.md). Each row of a map region
 /// is one instance's C x H x W map, stored in the runtime's map layout:
-/// blocked by 8 channels (oneDNN's nChw8c) when C is a multiple of 8,
-/// channels-last (nhwc) otherwise. The layout follows from C alone, so
-/// every producer and consumer of a map agrees on it without reorders;
+/// blocked by 16 channels (oneDNN's nChw16c) on AVX-512 machines when C is
+/// a multiple of 16, else by 8 (nChw8c) when C is a multiple of 8, else
+/// channels-last (nhwc). The layout follows from C and the machine alone,
+/// so every producer and consumer of a map agrees on it without reorders;
 /// elementwise kernels treat a map row as a flat vector. Map regions span
 /// whole buffer rows (cols == the buffer's cols == C * H * W).
 struct MapStep {
