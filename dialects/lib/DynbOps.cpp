@@ -143,9 +143,8 @@ LogicalResult EmbeddingOp::verifySymbolUses(SymbolTableCollection &tables) {
                          << getTableAttr() << " of " << shape[0] << " rows";
   RankedTensorType result = getResult().getType();
   if (result.getShape() != shape.drop_front())
-    return emitOpError() << "result must be "
-                         << shapeString(shape.drop_front()) << " (a row of "
-                         << getTableAttr() << "), got "
+    return emitOpError() << "result must be " << shapeString(shape.drop_front())
+                         << " (a row of " << getTableAttr() << "), got "
                          << shapeString(result.getShape());
   return success();
 }
@@ -401,8 +400,7 @@ static LogicalResult checkMapRanks(Operation *op, RankedTensorType in,
     return op->emitOpError() << "input " << shapeString(in.getShape())
                              << " must have a static shape";
   if (out.getRank() != in.getRank() - 3 + outRank ||
-      out.getShape().take_front(in.getRank() - 3) !=
-          in.getShape().drop_back(3))
+      out.getShape().take_front(in.getRank() - 3) != in.getShape().drop_back(3))
     return op->emitOpError() << "result " << shapeString(out.getShape())
                              << " does not keep the leading dimensions of "
                              << shapeString(in.getShape());
@@ -428,7 +426,8 @@ LogicalResult Conv2DOp::verifySymbolUses(SymbolTableCollection &tables) {
   ArrayRef<int64_t> in = getInput().getType().getShape().take_back(3);
   int64_t pad = getPaddingAttr().getInt();
   if (in[0] != w[1])
-    return emitOpError() << "input " << shapeString(getInput().getType().getShape())
+    return emitOpError() << "input "
+                         << shapeString(getInput().getType().getShape())
                          << " has " << in[0] << " channels but weight "
                          << getWeightAttr() << " " << shapeString(w)
                          << " takes " << w[1];
@@ -478,8 +477,8 @@ LogicalResult FlattenOp::verify() {
     return failure();
   ArrayRef<int64_t> m = in.getShape().take_back(3);
   if (out.getShape().back() != m[0] * m[1] * m[2])
-    return emitOpError() << "result must end in " << m[0] * m[1] * m[2]
-                         << " (" << shapeString(m) << " flattened), got "
+    return emitOpError() << "result must end in " << m[0] * m[1] * m[2] << " ("
+                         << shapeString(m) << " flattened), got "
                          << shapeString(out.getShape());
   return success();
 }

@@ -75,9 +75,8 @@ dnnl::memory::desc mapDesc(int64_t n, int64_t c, int64_t h, int64_t w,
 }
 
 /// Everything that selects a primitive: the op and every size.
-using PrimitiveKey =
-    std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-               int64_t, int64_t, bool, bool>;
+using PrimitiveKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t,
+                                int64_t, int64_t, int64_t, int64_t, bool, bool>;
 
 struct CachedConv {
   dnnl::convolution_forward primitive;
@@ -108,7 +107,7 @@ void MapRunner::Impl::conv(const MapStep &s, float *in, float *out,
                            const float *w, const float *b) {
   int64_t n = s.out.rows, oc, oh, ow;
   mapOutputShape(s, oc, oh, ow);
-  PrimitiveKey key{0,         n,         s.channels, s.height, s.width, oc,
+  PrimitiveKey key{0,         n,         s.channels, s.height, s.width,  oc,
                    s.kernelH, s.kernelW, s.padding,  s.relu,   s.hasBias};
   auto it = convs.find(key);
   if (it == convs.end()) {
@@ -117,17 +116,15 @@ void MapRunner::Impl::conv(const MapStep &s, float *in, float *out,
     dnnl::memory::desc wAny({oc, s.channels, s.kernelH, s.kernelW}, dt::f32,
                             tag::any);
     dnnl::memory::dims strides{1, 1}, pad{s.padding, s.padding};
-    auto desc =
-        s.hasBias
-            ? dnnl::convolution_forward::desc(
-                  dnnl::prop_kind::forward_inference,
-                  dnnl::algorithm::convolution_direct, src, wAny,
-                  dnnl::memory::desc({oc}, dt::f32, tag::x), dst, strides, pad,
-                  pad)
-            : dnnl::convolution_forward::desc(
-                  dnnl::prop_kind::forward_inference,
-                  dnnl::algorithm::convolution_direct, src, wAny, dst, strides,
-                  pad, pad);
+    auto desc = s.hasBias ? dnnl::convolution_forward::desc(
+                                dnnl::prop_kind::forward_inference,
+                                dnnl::algorithm::convolution_direct, src, wAny,
+                                dnnl::memory::desc({oc}, dt::f32, tag::x), dst,
+                                strides, pad, pad)
+                          : dnnl::convolution_forward::desc(
+                                dnnl::prop_kind::forward_inference,
+                                dnnl::algorithm::convolution_direct, src, wAny,
+                                dst, strides, pad, pad);
     dnnl::primitive_attr attr;
     if (s.relu) {
       dnnl::post_ops ops;
@@ -238,8 +235,9 @@ void MapRunner::Impl::concat(const MapStep &s, const ResolvedBuffers &resolved,
       {DNNL_ARG_DST, dnnl::memory(dst, engine, out)}};
   for (size_t i = 0; i < s.inputs.size(); ++i) {
     const Region &r = s.inputs[i];
-    args.emplace(DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i),
-                 dnnl::memory(srcs[i], engine, resolved.at(r.buffer, r.row, 0)));
+    args.emplace(
+        DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i),
+        dnnl::memory(srcs[i], engine, resolved.at(r.buffer, r.row, 0)));
   }
   it->second.execute(stream, args);
   stream.wait();
@@ -274,8 +272,8 @@ Status MapRunner::run(const MapStep &step, const ResolvedBuffers &resolved) {
       break;
     }
   } catch (const dnnl::error &e) {
-    return Status::error(fmt::format("oneDNN: {} ({})", e.what(),
-                                     static_cast<int>(e.status)));
+    return Status::error(
+        fmt::format("oneDNN: {} ({})", e.what(), static_cast<int>(e.status)));
   }
   return Status::ok();
 }

@@ -11,10 +11,9 @@ namespace dynb::rt {
 
 /// Runs map steps (Plan.h): convolutions and pooling as oneDNN primitives
 /// made for the exact shape and batch and cached, layout changes as oneDNN
-/// reorders and channel concatenation as oneDNN reorders and concats. Convolution weights are
-/// reordered once into the layout the primitive asks for and kept, keyed
-/// by the parameter's address: parameters do not change during the
-/// executor's life.
+/// reorders, channel concatenation as a oneDNN concat. Convolution weights are
+/// reordered once into the layout the primitive asks for and kept, keyed by the
+/// parameter's address: parameters do not change during the executor's life.
 class MapRunner {
 public:
   MapRunner();

@@ -219,8 +219,7 @@ private:
     if (Status status = checkRegion(region, role))
       return status;
     const BufferDesc &buffer = plan_.buffers[region.buffer];
-    if (region.col != 0 || region.cols != elements ||
-        buffer.cols != elements)
+    if (region.col != 0 || region.cols != elements || buffer.cols != elements)
       return fail(fmt::format("{} must span whole rows of {} elements (a map "
                               "a row), got cols [{}, {}) of buffer {} [{} x "
                               "{}]",
@@ -232,8 +231,8 @@ private:
 
   Status checkMap(const MapStep &m) const {
     if (m.channels <= 0 || m.height <= 0 || m.width <= 0)
-      return fail(fmt::format("empty map {} x {} x {}", m.channels, m.height,
-                              m.width));
+      return fail(
+          fmt::format("empty map {} x {} x {}", m.channels, m.height, m.width));
     bool concat = m.op == MapStep::Op::ChannelConcat;
     size_t wantInputs = concat ? m.inChannels.size() : 1;
     if (m.inputs.size() != wantInputs || (concat && wantInputs < 2))
@@ -255,8 +254,8 @@ private:
         return fail(fmt::format("input {} has {} rows, out {}", i,
                                 m.inputs[i].rows, rows));
       if (m.inputs[i].buffer == m.out.buffer)
-        return fail(fmt::format("input {} and out share buffer {}", i,
-                                m.out.buffer));
+        return fail(
+            fmt::format("input {} and out share buffer {}", i, m.out.buffer));
     }
     if (Status status = checkMapRegion(m.out, oc * oh * ow, "out"))
       return status;
@@ -265,8 +264,8 @@ private:
     if (m.op != MapStep::Op::Conv)
       return Status::ok();
     if (m.kernelH <= 0 || m.kernelW <= 0 || m.padding < 0)
-      return fail(fmt::format("window {} x {} padding {}", m.kernelH,
-                              m.kernelW, m.padding));
+      return fail(fmt::format("window {} x {} padding {}", m.kernelH, m.kernelW,
+                              m.padding));
     if (Status status = checkBufferId(m.weight, "weight"))
       return status;
     const BufferDesc &w = plan_.buffers[m.weight];

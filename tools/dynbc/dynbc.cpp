@@ -148,8 +148,8 @@ static cl::opt<int64_t> clevrMapSize(
     "map-size",
     cl::desc("CLEVR question files: feature map height and width (default "
              "14)"),
-    cl::init(ClevrModelConfig().mapSize), cl::sub(compileCmd),
-    cl::sub(runCmd), cl::sub(statsCmd), cl::cat(dynbCat));
+    cl::init(ClevrModelConfig().mapSize), cl::sub(compileCmd), cl::sub(runCmd),
+    cl::sub(statsCmd), cl::cat(dynbCat));
 
 static cl::opt<bool> clevrModulesOnly(
     "modules-only",

@@ -119,8 +119,9 @@ LogicalResult Session::loadGraphs(StringRef path) {
   importLimits.maxNodes = limits_.maxNodes;
   // CLEVR's own question files become IEP instances (ClevrImporter.h).
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> clevrText =
-      path.ends_with(".json") ? llvm::MemoryBuffer::getFile(path, true)
-                              : std::make_error_code(std::errc::invalid_argument);
+      path.ends_with(".json")
+          ? llvm::MemoryBuffer::getFile(path, true)
+          : std::make_error_code(std::errc::invalid_argument);
   if (clevrText && looksLikeClevrQuestions((*clevrText)->getBuffer()))
     module_ = importClevrQuestions(path, (*clevrText)->getBuffer(), *ctx_,
                                    clevr_, importLimits);

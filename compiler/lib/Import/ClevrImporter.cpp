@@ -41,11 +41,11 @@ const std::vector<std::string> &dynb::clevrModuleTokens() {
     withValues("filter_material", {"rubber", "metal"});
     withValues("relate", {"left", "right", "behind", "front"});
     for (StringRef u :
-         {"same_size", "same_color", "same_material", "same_shape", "unique",
-          "count", "exist", "query_shape", "query_color", "query_size",
-          "query_material", "union", "intersect", "equal_color",
-          "equal_shape", "equal_size", "equal_material", "equal_integer",
-          "less_than", "greater_than"})
+         {"same_size",      "same_color",    "same_material",  "same_shape",
+          "unique",         "count",         "exist",          "query_shape",
+          "query_color",    "query_size",    "query_material", "union",
+          "intersect",      "equal_color",   "equal_shape",    "equal_size",
+          "equal_material", "equal_integer", "less_than",      "greater_than"})
       t.push_back(u.str());
     return t;
   }();
@@ -68,8 +68,10 @@ bool dynb::looksLikeClevrQuestions(StringRef text) {
   StringRef head = text.ltrim();
   if (!head.starts_with("{"))
     return false;
-  // CLEVR's files put "info" (a small object) before "questions".
-  return head.take_front(4096).contains("\"questions\"");
+  // CLEVR's files put "info" (a small object) before "questions"; dynb's
+  // own interchange documents start with their "dynb" version key.
+  StringRef start = head.take_front(4096);
+  return start.contains("\"questions\"") && !start.contains("\"dynb\"");
 }
 
 //===----------------------------------------------------------------------===//
@@ -198,8 +200,8 @@ private:
   /// conv (+ bias), its parameters `prefix.weight` and `prefix.bias`.
   Value conv(Value x, const std::string &prefix, int64_t out, int64_t k,
              OpBuilder &fb);
-  func::FuncOp beginModule(const std::string &name, TypeRange args,
-                           Type result, OpBuilder &fb);
+  func::FuncOp beginModule(const std::string &name, TypeRange args, Type result,
+                           OpBuilder &fb);
   void buildStem();
   void buildModule(const std::string &token, int arity);
   void buildClassifier();
@@ -227,17 +229,17 @@ private:
 Value ClevrImporter::conv(Value x, const std::string &prefix, int64_t out,
                           int64_t k, OpBuilder &fb) {
   auto in = cast<RankedTensorType>(x.getType());
-  FlatSymbolRefAttr w = param(prefix + ".weight", {out, in.getDimSize(0), k, k});
+  FlatSymbolRefAttr w =
+      param(prefix + ".weight", {out, in.getDimSize(0), k, k});
   FlatSymbolRefAttr bias = param(prefix + ".bias", {out});
   return fb.create<Conv2DOp>(loc, map(out), x, w, bias,
                              fb.getI64IntegerAttr(k / 2));
 }
 
-func::FuncOp ClevrImporter::beginModule(const std::string &name,
-                                        TypeRange args, Type result,
-                                        OpBuilder &fb) {
-  auto fn = fb.create<func::FuncOp>(loc, name,
-                                    fb.getFunctionType(args, {result}));
+func::FuncOp ClevrImporter::beginModule(const std::string &name, TypeRange args,
+                                        Type result, OpBuilder &fb) {
+  auto fn =
+      fb.create<func::FuncOp>(loc, name, fb.getFunctionType(args, {result}));
   fb.setInsertionPointToEnd(fn.addEntryBlock());
   return fn;
 }
@@ -271,8 +273,8 @@ void ClevrImporter::buildModule(const std::string &token, int arity) {
     // a residual block on the projection.
     Value cat = fb.create<ChannelConcatOp>(loc, map(2 * config.moduleDim),
                                            fn.getArguments());
-    x = fb.create<ReluOp>(
-        loc, conv(cat, token + ".proj", config.moduleDim, 1, fb));
+    x = fb.create<ReluOp>(loc,
+                          conv(cat, token + ".proj", config.moduleDim, 1, fb));
   }
   fb.create<func::ReturnOp>(loc, residual(x, token, fb));
 }
@@ -288,9 +290,9 @@ void ClevrImporter::buildClassifier() {
   int64_t flat = config.projDim * half * half;
   x = fb.create<FlattenOp>(loc, tensor({flat}), x);
   auto dense = [&](Value v, const std::string &prefix, int64_t out) {
-    FlatSymbolRefAttr w = param(prefix + ".weight",
-                                {out, cast<RankedTensorType>(v.getType())
-                                          .getDimSize(0)});
+    FlatSymbolRefAttr w =
+        param(prefix + ".weight",
+              {out, cast<RankedTensorType>(v.getType()).getDimSize(0)});
     FlatSymbolRefAttr bias = param(prefix + ".bias", {out});
     return fb.create<LinearOp>(loc, tensor({out}), v, w, bias).getResult();
   };
@@ -298,8 +300,7 @@ void ClevrImporter::buildClassifier() {
   fb.create<func::ReturnOp>(loc, dense(x, "classifier.fc2", config.answers));
 }
 
-LogicalResult ClevrImporter::importQuestion(const json::Value &qv,
-                                            size_t index,
+LogicalResult ClevrImporter::importQuestion(const json::Value &qv, size_t index,
                                             const QuestionPositions *pos,
                                             int64_t image) {
   Position qpos = pos ? pos->start : Position{};
@@ -324,9 +325,9 @@ LogicalResult ClevrImporter::importQuestion(const json::Value &qv,
   Type m = map(config.moduleDim);
   Value stem;
   if (config.modulesOnly) {
-    stem = ib.create<EmbeddingOp>(loc, m,
-                                  FlatSymbolRefAttr::get(&ctx, "stem_out"),
-                                  ib.getI64IntegerAttr(image));
+    stem =
+        ib.create<EmbeddingOp>(loc, m, FlatSymbolRefAttr::get(&ctx, "stem_out"),
+                               ib.getI64IntegerAttr(image));
   } else {
     Value features = ib.create<EmbeddingOp>(
         loc, map(config.featureChannels),
@@ -341,7 +342,8 @@ LogicalResult ClevrImporter::importQuestion(const json::Value &qv,
     Position npos = pos && j < pos->nodes.size() ? pos->nodes[j] : qpos;
     std::string where = qwhere + ", node " + std::to_string(j);
     const json::Object *node = nv.getAsObject();
-    std::optional<StringRef> fn = node ? node->getString("function") : std::nullopt;
+    std::optional<StringRef> fn =
+        node ? node->getString("function") : std::nullopt;
     if (!fn)
       return emitError(at(npos, where))
              << "a program node needs a string 'function'";
@@ -396,11 +398,10 @@ LogicalResult ClevrImporter::importQuestion(const json::Value &qv,
     ib.create<OutputOp>(loc, ValueRange{values.back()});
     return success();
   }
-  Value answer =
-      ib.create<CallOp>(loc, TypeRange{tensor({config.answers})},
-                        FlatSymbolRefAttr::get(&ctx, "classifier"),
-                        ValueRange{values.back()})
-          .getResult(0);
+  Value answer = ib.create<CallOp>(loc, TypeRange{tensor({config.answers})},
+                                   FlatSymbolRefAttr::get(&ctx, "classifier"),
+                                   ValueRange{values.back()})
+                     .getResult(0);
   ib.create<OutputOp>(loc, ValueRange{answer});
   return success();
 }
@@ -458,18 +459,18 @@ OwningOpRef<ModuleOp> ClevrImporter::run(StringRef text) {
   if (!config.modulesOnly)
     buildClassifier();
   for (auto [i, qv] : llvm::enumerate(*questions))
-    if (failed(importQuestion(qv, i,
-                              i < positions.size() ? &positions[i] : nullptr,
-                              images[i])))
+    if (failed(importQuestion(
+            qv, i, i < positions.size() ? &positions[i] : nullptr, images[i])))
       return nullptr;
   if (failed(verify(*module)))
     return nullptr;
   return std::move(module);
 }
 
-OwningOpRef<ModuleOp> dynb::importClevrQuestions(
-    StringRef name, StringRef text, MLIRContext &ctx,
-    const ClevrModelConfig &config, const ImportLimits &limits) {
+OwningOpRef<ModuleOp> dynb::importClevrQuestions(StringRef name, StringRef text,
+                                                 MLIRContext &ctx,
+                                                 const ClevrModelConfig &config,
+                                                 const ImportLimits &limits) {
   registerDynbDialects(ctx);
   Location fileLoc = FileLineColLoc::get(&ctx, name, 1, 1);
   if (std::optional<unsigned> line =

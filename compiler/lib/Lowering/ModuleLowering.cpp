@@ -63,8 +63,7 @@ void LoweredModule::printSteps(llvm::raw_ostream &os) const {
       os << " = " << names[static_cast<int>(s.map.op)] << "(";
       llvm::interleaveComma(s.args, os,
                             [&](const SlotRef &r) { printSlot(os, r); });
-      os << ") " << s.map.channels << "x" << s.map.height << "x"
-         << s.map.width;
+      os << ") " << s.map.channels << "x" << s.map.height << "x" << s.map.width;
       if (s.map.op == rt::MapStep::Op::Conv) {
         os << ", @" << s.weight << " " << s.map.outChannels << "x"
            << s.map.channels << "x" << s.map.kernelH << "x" << s.map.kernelW

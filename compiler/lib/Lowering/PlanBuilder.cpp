@@ -277,9 +277,8 @@ void PlanEmitter::emitDispatch(DispatchOp op, const LoweredModule &experts) {
   plan.steps.push_back(std::move(step));
 }
 
-rt::Step PlanEmitter::mapStep(const LoweredStep &s,
-                             ArrayRef<rt::Region> inputs,
-                             const rt::Region &out) {
+rt::Step PlanEmitter::mapStep(const LoweredStep &s, ArrayRef<rt::Region> inputs,
+                              const rt::Region &out) {
   rt::Step step;
   step.kind = rt::Step::Kind::Map;
   step.map = s.map;
@@ -297,8 +296,8 @@ rt::Step PlanEmitter::mapStep(const LoweredStep &s,
   return step;
 }
 
-rt::Region PlanEmitter::relayoutMaps(const rt::Region &r,
-                                     RankedTensorType type, bool toMapLayout) {
+rt::Region PlanEmitter::relayoutMaps(const rt::Region &r, RankedTensorType type,
+                                     bool toMapLayout) {
   rt::Step step;
   step.kind = rt::Step::Kind::Map;
   rt::MapStep &m = step.map;
@@ -308,9 +307,8 @@ rt::Region PlanEmitter::relayoutMaps(const rt::Region &r,
   m.height = type.getDimSize(2);
   m.width = type.getDimSize(3);
   // Map steps read whole rows.
-  m.inputs.push_back(r.col == 0 && r.cols == plan.buffers[r.buffer].cols
-                         ? r
-                         : compact(r));
+  m.inputs.push_back(
+      r.col == 0 && r.cols == plan.buffers[r.buffer].cols ? r : compact(r));
   m.out = newValue(r.rows, r.cols);
   rt::Region out = m.out;
   plan.steps.push_back(std::move(step));

@@ -25,8 +25,9 @@ MapShape mapShape(Value v) {
 }
 } // namespace
 
-FailureOr<bool> ReferenceInterpreter::evalMapOp(
-    Operation *op, DenseMap<Value, std::vector<float>> &env) {
+FailureOr<bool>
+ReferenceInterpreter::evalMapOp(Operation *op,
+                                DenseMap<Value, std::vector<float>> &env) {
   if (auto conv = dyn_cast<Conv2DOp>(op)) {
     FailureOr<const rt::ParamTensor *> w = param(op, conv.getWeight());
     if (failed(w))
@@ -85,8 +86,8 @@ FailureOr<bool> ReferenceInterpreter::evalMapOp(
             float m = -std::numeric_limits<float>::infinity();
             for (int64_t u = 0; u < 2; ++u)
               for (int64_t v = 0; v < 2; ++v)
-                m = std::max(m, x[r * in.size() + (c * in.h + 2 * i + u) * in.w +
-                                  2 * j + v]);
+                m = std::max(m, x[r * in.size() +
+                                  (c * in.h + 2 * i + u) * in.w + 2 * j + v]);
             y[r * out.size() + (c * out.h + i) * out.w + j] = m;
           }
     env[pool.getResult()] = std::move(y);

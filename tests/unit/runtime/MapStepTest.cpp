@@ -129,10 +129,9 @@ TEST(MapStep, PoolAndConcatMatchPlainLoops) {
                                {wholeBuffer(plan, pa)}, wholeBuffer(plan, ma)));
   plan.steps.push_back(mapStep(MapStep::Op::ToMapLayout, cb, hw,
                                {wholeBuffer(plan, pb)}, wholeBuffer(plan, mb)));
-  Step concat =
-      mapStep(MapStep::Op::ChannelConcat, ca, hw,
-              {wholeBuffer(plan, ma), wholeBuffer(plan, mb)},
-              wholeBuffer(plan, cat));
+  Step concat = mapStep(MapStep::Op::ChannelConcat, ca, hw,
+                        {wholeBuffer(plan, ma), wholeBuffer(plan, mb)},
+                        wholeBuffer(plan, cat));
   concat.map.inChannels = {ca, cb};
   plan.steps.push_back(concat);
   plan.steps.push_back(mapStep(MapStep::Op::MaxPool, c, hw,

@@ -1,4 +1,4 @@
-//===- ClevrImporter.h - CLEVR question programs as IEP instances -*- C++ -*-===//
+//===- ClevrImporter.h - CLEVR questions as IEP instances -------*- C++ -*-===//
 #ifndef DYNB_IMPORT_CLEVRIMPORTER_H
 #define DYNB_IMPORT_CLEVRIMPORTER_H
 
@@ -42,9 +42,9 @@ int clevrTokenArity(llvm::StringRef token);
 bool looksLikeClevrQuestions(llvm::StringRef text);
 
 /// Turns each question of a CLEVR question file
-/// (`{"questions": [{"program": [{"function", "value_inputs", "inputs"}, ...]}]}`)
-/// into one `dynb.instance`: the image's features (row `image_index`, or
-/// the question's index without one, of the parameter `features`) through
+/// (`{"questions": [{"program": [{"function", "value_inputs", "inputs"},
+/// ...]}]}`) into one `dynb.instance`: the image's features (row `image_index`,
+/// or the question's index without one, of the parameter `features`) through
 /// the stem, each program node a call of its token's module, the root's
 /// output through the classifier. The model (parameters and modules) is
 /// declared in full. Errors name the file, the question and the node.
