@@ -160,6 +160,7 @@ def bench_batch(args, b, work, rates):
         point["strategies"][s] = {
             "programs_per_s": b / tw, "modules_programs_per_s": b / tm,
             "seconds": tw, "modules_seconds": tm,
+            "run_seconds": w["run_seconds"], "modules_run_seconds": m["run_seconds"],
             "launches": w["launches"], "lower_bound": w["lower_bound"],
             "modules_launches": m["launches"], "modules_lower_bound": m["lower_bound"],
             "of_ceiling": ceil_whole / tw, "modules_of_ceiling": ceil_modules / tm,
