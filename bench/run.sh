@@ -3,7 +3,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-KNOWN_WORKLOADS=(treelstm moe api)
+KNOWN_WORKLOADS=(treelstm moe api clevr)
 
 usage() {
   cat <<USAGE
@@ -15,6 +15,7 @@ usage: bench/run.sh BUILD_DIR [WORKLOAD...] [OPTIONS...]
   treelstm options: --quick, --out DIR, --threads N, --trees N, --no-peers (see bench/README.md)
   moe options: --quick, --grid seed|lm|all, --out DIR, --threads N, --max-memory SIZE, --no-peers
   api options: --quick, --out DIR, --threads N, --trees N, --rounds N (the embedded API against dynbc)
+  clevr options: --quick, --batches 16,64,256, --out DIR, --threads N, --repeat N
   Both run PyTorch peers on the same inputs and weights unless --no-peers.
 USAGE
 }
@@ -53,6 +54,7 @@ for i in "${!workloads[@]}"; do
     treelstm) "$PYTHON" "$HERE/treelstm.py" "$BUILD" "$@" ;;
     moe) "$PYTHON" "$HERE/moe.py" "$BUILD" "$@" ;;
     api) "$PYTHON" "$HERE/api.py" "$BUILD" "$@" ;;
+    clevr) "$PYTHON" "$HERE/clevr.py" "$BUILD" "$@" ;;
   esac
 done
 

@@ -10,7 +10,7 @@ config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.dynb_obj_root, "tests")
-config.excludes = ["unit", "fuzz", "lit.cfg.py", "lit.site.cfg.py.in"]
+config.excludes = ["unit", "fuzz", "Inputs", "lit.cfg.py", "lit.site.cfg.py.in"]
 
 config.environment["PATH"] = os.pathsep.join(
     [config.dynb_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])

@@ -85,9 +85,10 @@ LogicalResult ParamOp::verify() {
   if (!type.hasStaticShape())
     return emitOpError("needs a static shape, got ")
            << shapeString(type.getShape());
-  if (type.getRank() < 1 || type.getRank() > 3)
-    return emitOpError("must be a vector, a matrix or a stack of matrices "
-                       "(one per expert), got rank ")
+  if (type.getRank() < 1 || type.getRank() > 4)
+    return emitOpError("must be a vector, a matrix, a stack of matrices "
+                       "(one per expert) or a rank-4 tensor (convolution "
+                       "weights, a table of feature maps), got rank ")
            << type.getRank();
   if (llvm::any_of(type.getShape(), [](int64_t d) { return d <= 0; }))
     return emitOpError("has an empty dimension in shape ")
@@ -126,20 +127,24 @@ LogicalResult YieldOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult EmbeddingOp::verifySymbolUses(SymbolTableCollection &tables) {
-  FailureOr<ParamOp> table =
-      requireParam(*this, tables, getTableAttr(), "table", /*rank=*/2);
-  if (failed(table))
-    return failure();
-  ArrayRef<int64_t> shape = table->getTensorType().getShape();
+  ParamOp table = lookupParam(*this, tables, getTableAttr());
+  if (!table)
+    return emitOpError() << "refers to unknown parameter " << getTableAttr()
+                         << " as its table";
+  ArrayRef<int64_t> shape = table.getTensorType().getShape();
+  if (shape.size() < 2)
+    return emitOpError() << "needs a table of rank 2 or more, but "
+                         << getTableAttr() << " has shape "
+                         << shapeString(shape);
   // Attributes are signless i64; read them signed so that -1 says -1.
   int64_t index = getIndexAttr().getInt();
   if (index < 0 || index >= shape[0])
     return emitOpError() << "index " << index << " is outside table "
                          << getTableAttr() << " of " << shape[0] << " rows";
   RankedTensorType result = getResult().getType();
-  if (result.getRank() != 1 || result.getDimSize(0) != shape[1])
-    return emitOpError() << "result must be [" << shape[1] << "] (a row of "
-                         << getTableAttr() << "), got "
+  if (result.getShape() != shape.drop_front())
+    return emitOpError() << "result must be " << shapeString(shape.drop_front())
+                         << " (a row of " << getTableAttr() << "), got "
                          << shapeString(result.getShape());
   return success();
 }
@@ -379,6 +384,133 @@ LogicalResult DispatchOp::verifySymbolUses(SymbolTableCollection &tables) {
 }
 
 //===----------------------------------------------------------------------===//
+// Feature maps
+//===----------------------------------------------------------------------===//
+
+/// The leading (batch) dimensions of a map value must match between input
+/// and result; the last three are C x H x W.
+static LogicalResult checkMapRanks(Operation *op, RankedTensorType in,
+                                   RankedTensorType out, int64_t outRank) {
+  if (in.getRank() < 3)
+    return op->emitOpError()
+           << "input " << shapeString(in.getShape())
+           << " is not a feature map: it needs channels, height and width "
+              "as its last three dimensions";
+  if (!in.hasStaticShape())
+    return op->emitOpError() << "input " << shapeString(in.getShape())
+                             << " must have a static shape";
+  if (out.getRank() != in.getRank() - 3 + outRank ||
+      out.getShape().take_front(in.getRank() - 3) != in.getShape().drop_back(3))
+    return op->emitOpError() << "result " << shapeString(out.getShape())
+                             << " does not keep the leading dimensions of "
+                             << shapeString(in.getShape());
+  return success();
+}
+
+LogicalResult Conv2DOp::verify() {
+  RankedTensorType in = getInput().getType(), out = getResult().getType();
+  if (failed(checkMapRanks(*this, in, out, 3)))
+    return failure();
+  if (getPaddingAttr().getInt() < 0)
+    return emitOpError() << "padding " << getPaddingAttr().getInt()
+                         << " is negative";
+  return success();
+}
+
+LogicalResult Conv2DOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<ParamOp> weight =
+      requireParam(*this, tables, getWeightAttr(), "weight", /*rank=*/4);
+  if (failed(weight))
+    return failure();
+  ArrayRef<int64_t> w = weight->getTensorType().getShape();
+  ArrayRef<int64_t> in = getInput().getType().getShape().take_back(3);
+  int64_t pad = getPaddingAttr().getInt();
+  if (in[0] != w[1])
+    return emitOpError() << "input "
+                         << shapeString(getInput().getType().getShape())
+                         << " has " << in[0] << " channels but weight "
+                         << getWeightAttr() << " " << shapeString(w)
+                         << " takes " << w[1];
+  int64_t h = in[1] + 2 * pad - w[2] + 1, wd = in[2] + 2 * pad - w[3] + 1;
+  if (h < 1 || wd < 1)
+    return emitOpError() << "window " << w[2] << "x" << w[3]
+                         << " does not fit map " << shapeString(in)
+                         << " with padding " << pad;
+  SmallVector<int64_t> expected(getInput().getType().getShape().drop_back(3));
+  expected.append({w[0], h, wd});
+  if (getResult().getType().getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "result must be " << shapeString(expected)
+                         << ", got "
+                         << shapeString(getResult().getType().getShape());
+  if (auto bias = getBiasAttr()) {
+    FailureOr<ParamOp> b = requireParam(*this, tables, bias, "bias", 1);
+    if (failed(b))
+      return failure();
+    if (b->getTensorType().getDimSize(0) != w[0])
+      return emitOpError() << "bias " << bias << " has "
+                           << b->getTensorType().getDimSize(0)
+                           << " elements, the weight has " << w[0]
+                           << " output channels";
+  }
+  return success();
+}
+
+LogicalResult MaxPool2DOp::verify() {
+  RankedTensorType in = getInput().getType(), out = getResult().getType();
+  if (failed(checkMapRanks(*this, in, out, 3)))
+    return failure();
+  ArrayRef<int64_t> m = in.getShape().take_back(3);
+  if (m[1] < 2 || m[2] < 2)
+    return emitOpError() << "map " << shapeString(m)
+                         << " is smaller than the 2x2 window";
+  SmallVector<int64_t> expected(in.getShape().drop_back(3));
+  expected.append({m[0], m[1] / 2, m[2] / 2});
+  if (out.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "result must be " << shapeString(expected)
+                         << ", got " << shapeString(out.getShape());
+  return success();
+}
+
+LogicalResult FlattenOp::verify() {
+  RankedTensorType in = getInput().getType(), out = getResult().getType();
+  if (failed(checkMapRanks(*this, in, out, 1)))
+    return failure();
+  ArrayRef<int64_t> m = in.getShape().take_back(3);
+  if (out.getShape().back() != m[0] * m[1] * m[2])
+    return emitOpError() << "result must end in " << m[0] * m[1] * m[2] << " ("
+                         << shapeString(m) << " flattened), got "
+                         << shapeString(out.getShape());
+  return success();
+}
+
+LogicalResult ChannelConcatOp::verify() {
+  if (getInputs().size() < 2)
+    return emitOpError("needs at least two inputs");
+  RankedTensorType first = asTensor(getInputs().front().getType());
+  RankedTensorType out = getResult().getType();
+  if (failed(checkMapRanks(*this, first, out, 3)))
+    return failure();
+  int64_t channels = 0;
+  for (auto [i, v] : llvm::enumerate(getInputs())) {
+    RankedTensorType t = asTensor(v.getType());
+    if (t.getRank() != first.getRank() ||
+        t.getShape().drop_back(3) != first.getShape().drop_back(3) ||
+        t.getShape().take_back(2) != first.getShape().take_back(2))
+      return emitOpError() << "input " << i << " " << shapeString(t.getShape())
+                           << " differs from input 0 "
+                           << shapeString(first.getShape())
+                           << " in other than the channels";
+    channels += t.getShape()[t.getRank() - 3];
+  }
+  SmallVector<int64_t> expected(first.getShape());
+  expected[expected.size() - 3] = channels;
+  if (out.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "result must be " << shapeString(expected)
+                         << ", got " << shapeString(out.getShape());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Batched ops
 //===----------------------------------------------------------------------===//
 
@@ -398,17 +530,21 @@ LogicalResult BatchedCallOp::verifySymbolUses(SymbolTableCollection &tables) {
 }
 
 LogicalResult LookupOp::verifySymbolUses(SymbolTableCollection &tables) {
-  FailureOr<ParamOp> table =
-      requireParam(*this, tables, getTableAttr(), "table", /*rank=*/2);
-  if (failed(table))
-    return failure();
-  ArrayRef<int64_t> shape = table->getTensorType().getShape();
+  ParamOp table = lookupParam(*this, tables, getTableAttr());
+  if (!table)
+    return emitOpError() << "refers to unknown parameter " << getTableAttr()
+                         << " as its table";
+  ArrayRef<int64_t> shape = table.getTensorType().getShape();
+  if (shape.size() < 2)
+    return emitOpError() << "needs a table of rank 2 or more, but "
+                         << getTableAttr() << " has shape "
+                         << shapeString(shape);
   for (int64_t idx : getIndices())
     if (idx < 0 || idx >= shape[0])
       return emitOpError() << "index " << idx << " is outside table "
                            << getTableAttr() << " of " << shape[0] << " rows";
-  SmallVector<int64_t> expected = {static_cast<int64_t>(getIndices().size()),
-                                   shape[1]};
+  SmallVector<int64_t> expected = {static_cast<int64_t>(getIndices().size())};
+  llvm::append_range(expected, shape.drop_front());
   if (getResult().getType().getShape() != ArrayRef<int64_t>(expected))
     return emitOpError() << "result must be " << shapeString(expected)
                          << ", got "

@@ -2,6 +2,7 @@
 #include "dynb/Runtime/Executor.h"
 
 #include "DispatchRunner.h"
+#include "MapRunner.h"
 #include "PlanValidation.h"
 #include "StepRunners.h"
 #include "dynb/Runtime/Arena.h"
@@ -43,6 +44,7 @@ struct Executor::Impl {
   Arena arena;
   GemmCache gemm;
   DispatchRunner dispatch;
+  MapRunner maps;
   // Kept across runs so that resolving a plan of a familiar size allocates
   // nothing.
   std::vector<float *> bases;
@@ -158,6 +160,13 @@ Status Executor::Impl::run(const Plan &plan) {
       ++stats.dispatchCalls;
       break;
     }
+    case Step::Kind::Map:
+      if (Status status = maps.run(step.map, resolved))
+        return Status::error(
+            fmt::format("step {} (map): {}", s, status.message()));
+      ++stats.mapCalls;
+      stats.convFlops += 2 * mapStepMacs(step.map);
+      break;
     }
     if (opts.profile) {
       double seconds =
@@ -166,6 +175,8 @@ Status Executor::Impl::run(const Plan &plan) {
         stats.gatherSeconds += seconds;
       } else if (step.kind == Step::Kind::Dispatch) {
         stats.dispatchSeconds += seconds;
+      } else if (step.kind == Step::Kind::Map) {
+        stats.mapSeconds += seconds;
       } else if (step.kind == Step::Kind::Gemm) {
         stats.gemmSeconds += seconds;
         stats.gemmFlops += 2 * uint64_t(step.gemm.a.rows) *

@@ -82,6 +82,10 @@ void ParameterStore::addSeeded(std::string name, std::vector<int64_t> shape,
   ParamTensor tensor;
   tensor.shape = std::move(shape);
   int64_t fanIn = tensor.shape.empty() ? 1 : tensor.shape.back();
+  // A convolution weight [out, in, kh, kw] sums in * kh * kw products (the
+  // fan-in PyTorch's nn.Conv2d uses); a table of maps is bounded the same.
+  if (tensor.shape.size() == 4)
+    fanIn = tensor.shape[1] * tensor.shape[2] * tensor.shape[3];
   float bound = fanIn > 0 ? 1.0f / std::sqrt(static_cast<float>(fanIn)) : 0.0f;
   uint64_t start = seed ^ fnv1a64(name);
   tensor.data.resize(static_cast<size_t>(tensor.numElements()));

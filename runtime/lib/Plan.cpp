@@ -69,6 +69,16 @@ struct Lifetimes {
       case Step::Kind::Dispatch:
         touchDispatch(step.dispatch, time);
         break;
+      case Step::Kind::Map:
+        for (const Region &in : step.map.inputs)
+          touch(in.buffer, time);
+        touch(step.map.out.buffer, time);
+        if (step.map.op == MapStep::Op::Conv) {
+          touch(step.map.weight, time);
+          if (step.map.hasBias)
+            touch(step.map.bias, time);
+        }
+        break;
       }
     }
     for (const Region &output : plan.outputs)

@@ -23,6 +23,8 @@ const char *kindName(Step::Kind kind) {
     return "kernel";
   case Step::Kind::Dispatch:
     return "dispatch";
+  case Step::Kind::Map:
+    return "map";
   }
   return "unknown";
 }
@@ -59,6 +61,9 @@ public:
         break;
       case Step::Kind::Dispatch:
         status = checkDispatch(step.dispatch);
+        break;
+      case Step::Kind::Map:
+        status = checkMap(step.map);
         break;
       }
       if (status)
@@ -204,6 +209,78 @@ private:
       if (kernel.args[i].rows != kernel.rows)
         return fail(fmt::format("arg {} has {} rows, the step {}", i,
                                 kernel.args[i].rows, kernel.rows));
+    }
+    return Status::ok();
+  }
+
+  /// Map regions hold whole rows of `elements` floats, one map a row.
+  Status checkMapRegion(const Region &region, int64_t elements,
+                        const char *role) const {
+    if (Status status = checkRegion(region, role))
+      return status;
+    const BufferDesc &buffer = plan_.buffers[region.buffer];
+    if (region.col != 0 || region.cols != elements || buffer.cols != elements)
+      return fail(fmt::format("{} must span whole rows of {} elements (a map "
+                              "a row), got cols [{}, {}) of buffer {} [{} x "
+                              "{}]",
+                              role, elements, region.col,
+                              region.col + region.cols, region.buffer,
+                              buffer.rows, buffer.cols));
+    return Status::ok();
+  }
+
+  Status checkMap(const MapStep &m) const {
+    if (m.channels <= 0 || m.height <= 0 || m.width <= 0)
+      return fail(
+          fmt::format("empty map {} x {} x {}", m.channels, m.height, m.width));
+    bool concat = m.op == MapStep::Op::ChannelConcat;
+    size_t wantInputs = concat ? m.inChannels.size() : 1;
+    if (m.inputs.size() != wantInputs || (concat && wantInputs < 2))
+      return fail(fmt::format("{} inputs", m.inputs.size()));
+    int64_t oc = 0, oh = 0, ow = 0;
+    mapOutputShape(m, oc, oh, ow);
+    if (oc <= 0 || oh <= 0 || ow <= 0)
+      return fail(fmt::format("empty output map {} x {} x {}", oc, oh, ow));
+    int64_t rows = m.out.rows;
+    for (size_t i = 0; i < m.inputs.size(); ++i) {
+      int64_t c = concat ? m.inChannels[i] : m.channels;
+      if (c <= 0)
+        return fail(fmt::format("input {} has {} channels", i, c));
+      std::string role = fmt::format("input {}", i);
+      if (Status status =
+              checkMapRegion(m.inputs[i], c * m.height * m.width, role.c_str()))
+        return status;
+      if (m.inputs[i].rows != rows)
+        return fail(fmt::format("input {} has {} rows, out {}", i,
+                                m.inputs[i].rows, rows));
+      if (m.inputs[i].buffer == m.out.buffer)
+        return fail(
+            fmt::format("input {} and out share buffer {}", i, m.out.buffer));
+    }
+    if (Status status = checkMapRegion(m.out, oc * oh * ow, "out"))
+      return status;
+    if (Status status = checkWritable(m.out.buffer, "out"))
+      return status;
+    if (m.op != MapStep::Op::Conv)
+      return Status::ok();
+    if (m.kernelH <= 0 || m.kernelW <= 0 || m.padding < 0)
+      return fail(fmt::format("window {} x {} padding {}", m.kernelH, m.kernelW,
+                              m.padding));
+    if (Status status = checkBufferId(m.weight, "weight"))
+      return status;
+    const BufferDesc &w = plan_.buffers[m.weight];
+    if (w.rows * w.cols != m.outChannels * m.channels * m.kernelH * m.kernelW)
+      return fail(fmt::format("weight buffer {} has {} elements, not {} x {} "
+                              "x {} x {}",
+                              m.weight, w.rows * w.cols, m.outChannels,
+                              m.channels, m.kernelH, m.kernelW));
+    if (m.hasBias) {
+      if (Status status = checkBufferId(m.bias, "bias"))
+        return status;
+      const BufferDesc &b = plan_.buffers[m.bias];
+      if (b.rows * b.cols != m.outChannels)
+        return fail(fmt::format("bias buffer {} has {} elements, not {}",
+                                m.bias, b.rows * b.cols, m.outChannels));
     }
     return Status::ok();
   }

@@ -156,6 +156,37 @@ static cl::opt<std::string>
                cl::desc("Also write the figures as JSON to this file"),
                cl::value_desc("file.json"), cl::sub(runCmd), cl::cat(dynbCat));
 
+static cl::opt<std::string> featuresPath(
+    "features",
+    cl::desc("Also read these tensors after --params or --seed, replacing "
+             "those of the same name (CLEVR: the image features, 'features' "
+             "[images, C, H, W], as examples/clevr/clevrgen.py writes them)"),
+    cl::value_desc("file.safetensors"), cl::sub(runCmd), cl::cat(dynbCat));
+static cl::opt<int64_t> clevrModuleDim(
+    "module-dim",
+    cl::desc("CLEVR question files: the IEP module dimension (default 128; "
+             "the classifier's projection is 4x and its hidden layer 8x it)"),
+    cl::init(ClevrModelConfig().moduleDim), cl::sub(compileCmd),
+    cl::sub(runCmd), cl::sub(statsCmd), cl::cat(dynbCat));
+static cl::opt<int64_t> clevrFeatureDim(
+    "feature-dim",
+    cl::desc("CLEVR question files: image feature channels (default 1024)"),
+    cl::init(ClevrModelConfig().featureChannels), cl::sub(compileCmd),
+    cl::sub(runCmd), cl::sub(statsCmd), cl::cat(dynbCat));
+static cl::opt<int64_t> clevrMapSize(
+    "map-size",
+    cl::desc("CLEVR question files: feature map height and width (default "
+             "14)"),
+    cl::init(ClevrModelConfig().mapSize), cl::sub(compileCmd), cl::sub(runCmd),
+    cl::sub(statsCmd), cl::cat(dynbCat));
+
+static cl::opt<bool> clevrModulesOnly(
+    "modules-only",
+    cl::desc("CLEVR question files: the program modules alone, from a "
+             "parameter 'stem_out' to each root's map (no stem, no "
+             "classifier), to time them"),
+    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(statsCmd), cl::cat(dynbCat));
+
 static cl::opt<uint64_t>
     maxNodes("max-nodes",
              cl::desc("Refuse inputs with more nodes than this (0: no limit)"),
@@ -421,6 +452,9 @@ int runRun(Session &session) {
   } else if (llvm::Error e = session.seedParams(seed)) {
     return fail(llvm::toString(std::move(e)));
   }
+  if (!featuresPath.empty())
+    if (llvm::Error e = session.loadMoreParams(featuresPath))
+      return fail(llvm::toString(std::move(e)));
   if (checkFinite)
     if (llvm::Error e = checkFiniteParams(
             session.params(), haveParams
@@ -505,11 +539,13 @@ int runRun(Session &session) {
         total += t;
       llvm::outs() << fmt::format(
           "  {:<6} time: gemm {:.1f}% ({:.1f} GFLOP/s), kernels {:.1f}%, "
-          "gathers {:.1f}%, other {:.1f}%\n",
+          "gathers {:.1f}%, maps {:.1f}% ({:.1f} conv GFLOP/s), other "
+          "{:.1f}%\n",
           toString(st).str(), 100 * p.gemm / total,
           p.gemm > 0 ? p.gemmFlops / p.gemm * 1e-9 : 0.0,
-          100 * p.kernel / total, 100 * p.gather / total,
-          100 * (total - p.gemm - p.kernel - p.gather) / total);
+          100 * p.kernel / total, 100 * p.gather / total, 100 * p.map / total,
+          p.map > 0 ? p.convFlops / p.map * 1e-9 : 0.0,
+          100 * (total - p.gemm - p.kernel - p.gather - p.map) / total);
     }
     report.push_back(llvm::json::Object{
         {"strategy", toString(st)},
@@ -533,6 +569,8 @@ int runRun(Session &session) {
         {"kernel_seconds", r->profile.kernel},
         {"gather_seconds", r->profile.gather},
         {"gemm_flops", int64_t(r->profile.gemmFlops)},
+        {"map_seconds", r->profile.map},
+        {"conv_flops", int64_t(r->profile.convFlops)},
         {"dispatch_gemm_flops", int64_t(r->dispatchGemmFlops)},
         {"dispatch_param_bytes", int64_t(r->dispatchParamBytes)},
         {"peak_rss_bytes", peakResidentBytes()},
@@ -621,6 +659,14 @@ int main(int argc, char **argv) {
                 maxMemory + "'");
   limits.maxMemoryBytes = *memory;
   session.setLimits(limits);
+  ClevrModelConfig clevr;
+  clevr.moduleDim = clevrModuleDim;
+  clevr.projDim = 4 * clevrModuleDim;
+  clevr.fcDim = 8 * clevrModuleDim;
+  clevr.featureChannels = clevrFeatureDim;
+  clevr.mapSize = clevrMapSize;
+  clevr.modulesOnly = clevrModulesOnly;
+  session.setClevrConfig(clevr);
   residentAtStart = residentBytes();
   if (failed(session.loadGraphs(inputPath)))
     return 1;

@@ -117,7 +117,16 @@ Session::~Session() = default;
 LogicalResult Session::loadGraphs(StringRef path) {
   ImportLimits importLimits;
   importLimits.maxNodes = limits_.maxNodes;
-  module_ = importGraphFile(path, *ctx_, sourceMgr_, importLimits);
+  // CLEVR's own question files become IEP instances (ClevrImporter.h).
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> clevrText =
+      path.ends_with(".json")
+          ? llvm::MemoryBuffer::getFile(path, true)
+          : std::make_error_code(std::errc::invalid_argument);
+  if (clevrText && looksLikeClevrQuestions((*clevrText)->getBuffer()))
+    module_ = importClevrQuestions(path, (*clevrText)->getBuffer(), *ctx_,
+                                   clevr_, importLimits);
+  else
+    module_ = importGraphFile(path, *ctx_, sourceMgr_, importLimits);
   return checkLoaded();
 }
 
@@ -172,6 +181,20 @@ llvm::Error Session::checkParams() {
 llvm::Error Session::loadParams(StringRef path) {
   if (llvm::Error e = loadSafetensors(path, params_, limits_.maxMemoryBytes))
     return e;
+  if (llvm::Error e = checkParams())
+    return makeError(path + ": " + llvm::toString(std::move(e)));
+  return llvm::Error::success();
+}
+
+llvm::Error Session::loadMoreParams(StringRef path) {
+  rt::ParameterStore more;
+  if (llvm::Error e = loadSafetensors(path, more, limits_.maxMemoryBytes))
+    return e;
+  for (const std::string &name : more.names()) {
+    const rt::ParamTensor *t = more.find(name);
+    if (rt::Status s = params_.add(name, t->shape, t->data))
+      return makeError(path + ": " + s.message());
+  }
   if (llvm::Error e = checkParams())
     return makeError(path + ": " + llvm::toString(std::move(e)));
   return llvm::Error::success();
@@ -377,6 +400,8 @@ FailureOr<RunResult> Session::run(const RunOptions &options) {
   result.profile.gemm = after.gemmSeconds - beforeTimed.gemmSeconds;
   result.profile.kernel = after.kernelSeconds - beforeTimed.kernelSeconds;
   result.profile.gemmFlops = after.gemmFlops - beforeTimed.gemmFlops;
+  result.profile.map = after.mapSeconds - beforeTimed.mapSeconds;
+  result.profile.convFlops = after.convFlops - beforeTimed.convFlops;
   result.dispatchGemmFlops =
       after.dispatchGemmFlops - beforeTimed.dispatchGemmFlops;
   result.dispatchParamBytes =

@@ -16,6 +16,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -55,6 +56,24 @@ void LoweredModule::printSteps(llvm::raw_ostream &os) const {
       else
         os << ")";
       os << "   (oneDNN)\n";
+    } else if (s.kind == LoweredStep::Kind::Map) {
+      printSlot(os, s.c);
+      static const char *names[] = {"conv", "maxpool2x2", "to_map_layout",
+                                    "flatten", "channel_concat"};
+      os << " = " << names[static_cast<int>(s.map.op)] << "(";
+      llvm::interleaveComma(s.args, os,
+                            [&](const SlotRef &r) { printSlot(os, r); });
+      os << ") " << s.map.channels << "x" << s.map.height << "x" << s.map.width;
+      if (s.map.op == rt::MapStep::Op::Conv) {
+        os << ", @" << s.weight << " " << s.map.outChannels << "x"
+           << s.map.channels << "x" << s.map.kernelH << "x" << s.map.kernelW
+           << " padding " << s.map.padding;
+        if (!s.bias.empty())
+          os << " + @" << s.bias;
+        if (s.map.relu)
+          os << ", relu";
+      }
+      os << "   (oneDNN)\n";
     } else {
       os << "call @" << kernelNames[s.kernel] << "(";
       llvm::interleaveComma(s.args, os,
@@ -74,8 +93,19 @@ bool isElementwise(Operation *op) {
   return isa<AddOp, MulOp, SigmoidOp, TanhOp, ReluOp>(op);
 }
 
+/// Elements per instance: a vector's width, or a whole feature map (kernels
+/// treat a map as a flat row, whatever its layout).
 int64_t widthOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape().back();
+  int64_t w = 1;
+  for (int64_t d : cast<RankedTensorType>(v.getType()).getShape())
+    w *= d;
+  return w;
+}
+
+/// Per-instance values the lowering takes: vectors and C x H x W maps.
+bool isLowerableType(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  return t && t.hasStaticShape() && (t.getRank() == 1 || t.getRank() == 3);
 }
 
 /// Builds the kernels module and the step list of one module body.
@@ -104,6 +134,10 @@ private:
   FailureOr<SlotRef> materialize(Value v);
   LogicalResult flushCluster();
   func::FuncOp newKernel(ArrayRef<int64_t> argCols, StringRef what);
+  /// A feature-map op as one map step; a ReLU that is a convolution's only
+  /// user runs inside it.
+  LogicalResult lowerMap(Operation *op);
+  llvm::SmallPtrSet<Operation *, 8> fusedRelus;
   void emitConcat(ConcatOp op);
   Value emitScalar(OpBuilder &kb, Operation *op, ArrayRef<Value> operands);
 
@@ -279,6 +313,32 @@ void BodyLowering::emitConcat(ConcatOp op) {
   slots[op.getResult()] = dst;
 }
 
+LogicalResult BodyLowering::lowerMap(Operation *op) {
+  if (expertCount(fn))
+    return op->emitOpError() << "inside expert module @" << fn.getName()
+                             << ": feature maps are not lowered in experts";
+  SmallVector<SlotRef, 2> inputs;
+  for (Value v : op->getOperands()) {
+    FailureOr<SlotRef> s = materialize(v);
+    if (failed(s))
+      return failure();
+    inputs.push_back(*s);
+  }
+  Value result = op->getResult(0);
+  Operation *relu = nullptr;
+  if (isa<Conv2DOp>(op) && result.hasOneUse() &&
+      isa<ReluOp>(*result.getUsers().begin()))
+    relu = *result.getUsers().begin();
+  SlotRef outSlot = newLocal(widthOf(result));
+  out.steps.push_back(lowerMapOp(op, inputs, outSlot, relu != nullptr));
+  slots[result] = outSlot;
+  if (relu) {
+    fusedRelus.insert(relu);
+    slots[relu->getResult(0)] = outSlot;
+  }
+  return success();
+}
+
 FailureOr<SlotRef> BodyLowering::materialize(Value v) {
   auto it = slots.find(v);
   if (it != slots.end())
@@ -294,23 +354,37 @@ FailureOr<SlotRef> BodyLowering::materialize(Value v) {
 LogicalResult BodyLowering::run() {
   out.name = fn.getName().str();
   for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
-    auto t = dyn_cast<RankedTensorType>(arg.getType());
-    if (!t || t.getRank() != 1 || !t.hasStaticShape())
+    if (!isLowerableType(arg.getType()))
       return fn.emitError() << "module @" << fn.getName() << ": argument " << i
-                            << " must be a static 1-D tensor per instance "
-                               "(other ranks are not lowered yet)";
-    out.argCols.push_back(t.getDimSize(0));
+                            << " must be a static 1-D tensor or C x H x W "
+                               "map per instance (other ranks are not "
+                               "lowered yet)";
+    out.argCols.push_back(widthOf(arg));
     slots[arg] = {SlotRef::Kind::Arg, static_cast<unsigned>(i), 0,
-                  t.getDimSize(0)};
+                  widthOf(arg)};
   }
   for (Operation &opRef : fn.getBody().front()) {
     Operation *op = &opRef;
-    for (Value r : op->getResults()) {
-      auto t = dyn_cast<RankedTensorType>(r.getType());
-      if (!t || t.getRank() != 1 || !t.hasStaticShape())
+    if (fusedRelus.contains(op))
+      continue;
+    for (Value r : op->getResults())
+      if (!isLowerableType(r.getType()))
         return op->emitOpError()
-               << "results must be static 1-D tensors per instance to be "
-                  "lowered (other ranks are not lowered yet)";
+               << "results must be static 1-D tensors or C x H x W maps per "
+                  "instance to be lowered (other ranks are not lowered yet)";
+    // Ops on the last dimension would cut across the runtime's map layout.
+    if (isa<SliceOp, ConcatOp, LinearOp>(op))
+      for (Value v : op->getOperands())
+        if (cast<RankedTensorType>(v.getType()).getRank() != 1)
+          return op->emitOpError()
+                 << "inside module @" << fn.getName()
+                 << " works on the last dimension of a feature map, which "
+                    "is not lowered (use dynb.flatten or "
+                    "dynb.channel_concat)";
+    if (isMapOp(op)) {
+      if (failed(lowerMap(op)))
+        return failure();
+      continue;
     }
     if (isElementwise(op)) {
       int64_t w = widthOf(op->getResult(0));

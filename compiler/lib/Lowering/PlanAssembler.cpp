@@ -43,6 +43,46 @@ rt::Region PlanAssembler::compact(const rt::Region &r) {
   return dst;
 }
 
+rt::Region PlanAssembler::wholeRows(const rt::Region &r) {
+  return r.col == 0 && r.cols == plan_.buffers[r.buffer].cols ? r : compact(r);
+}
+
+rt::Step PlanAssembler::mapStep(const LoweredStep &s,
+                                llvm::ArrayRef<rt::Region> inputs,
+                                const rt::Region &out) {
+  rt::Step step;
+  step.kind = rt::Step::Kind::Map;
+  step.map = s.map;
+  for (const rt::Region &r : inputs)
+    step.map.inputs.push_back(wholeRows(r));
+  step.map.out = out;
+  if (s.map.op == rt::MapStep::Op::Conv) {
+    step.map.weight = paramBuffer(s.weight);
+    step.map.hasBias = !s.bias.empty();
+    if (step.map.hasBias)
+      step.map.bias = paramBuffer(s.bias);
+  }
+  return step;
+}
+
+rt::Region PlanAssembler::relayoutMaps(const rt::Region &r, int64_t channels,
+                                       int64_t height, int64_t width,
+                                       bool toMapLayout) {
+  rt::Step step;
+  step.kind = rt::Step::Kind::Map;
+  rt::MapStep &m = step.map;
+  m.op = toMapLayout ? rt::MapStep::Op::ToMapLayout
+                     : rt::MapStep::Op::FromMapLayout;
+  m.channels = channels;
+  m.height = height;
+  m.width = width;
+  m.inputs.push_back(wholeRows(r));
+  m.out = newValue(r.rows, r.cols);
+  rt::Region out = m.out;
+  plan_.steps.push_back(std::move(step));
+  return out;
+}
+
 AssembledValue PlanAssembler::gather(llvm::ArrayRef<rt::Region> sources,
                                      llvm::ArrayRef<int64_t> pairs,
                                      int64_t cols) {
@@ -115,7 +155,12 @@ void PlanAssembler::appendSteps(
     if (!skip.empty() && skip[i])
       continue;
     rt::Step step;
-    if (s.kind == LoweredStep::Kind::Gemm) {
+    if (s.kind == LoweredStep::Kind::Map) {
+      llvm::SmallVector<rt::Region, 2> inputs;
+      for (const SlotRef &a : s.args)
+        inputs.push_back(resolve(a));
+      step = mapStep(s, inputs, resolve(s.c));
+    } else if (s.kind == LoweredStep::Kind::Gemm) {
       step.kind = rt::Step::Kind::Gemm;
       step.gemm.a = resolve(s.a);
       step.gemm.c = resolve(s.c);

@@ -37,8 +37,13 @@ private:
     auto param = module.lookupSymbol<ParamOp>(name);
     assert(param && "the verifier checked every parameter reference");
     // A matrix as itself, a vector as one row, a stack of per-expert
-    // matrices as their rows one after another.
-    int64_t cols = param.getTensorType().getShape().back();
+    // matrices as their rows one after another; rank 4 (a table of feature
+    // maps, convolution weights): one row per entry of the first dimension,
+    // which is what a lookup copies.
+    ArrayRef<int64_t> shape = param.getTensorType().getShape();
+    int64_t cols = shape.back();
+    if (shape.size() == 4)
+      cols = shape[1] * shape[2] * shape[3];
     return {param.getTensorType().getNumElements() / cols, cols};
   }
   void emitGather(GatherOp op);
@@ -83,13 +88,26 @@ void PlanEmitter::emitLaunch(const LoweredSteps &m, Operation *launch) {
 FailureOr<rt::Plan> PlanEmitter::run() {
   for (Operation &op : schedule.getBody().front()) {
     if (auto lookup = dyn_cast<LookupOp>(op)) {
-      values[lookup.getResult()] = {
-          assembler.lookup(lookup.getTable(), lookup.getIndices()), -1};
+      rt::Region dst = assembler.lookup(lookup.getTable(), lookup.getIndices());
+      RankedTensorType type = lookup.getResult().getType();
+      if (type.getRank() == 4)
+        dst = assembler.relayoutMaps(dst, type.getDimSize(1),
+                                     type.getDimSize(2), type.getDimSize(3),
+                                     /*toMapLayout=*/true);
+      values[lookup.getResult()] = {dst, -1};
     } else if (auto gather = dyn_cast<GatherOp>(op)) {
       emitGather(gather);
     } else if (auto yield = dyn_cast<YieldOp>(op)) {
-      for (Value v : yield.getValues())
-        assembler.addOutput(values.lookup(v).region);
+      for (Value v : yield.getValues()) {
+        auto type = cast<RankedTensorType>(v.getType());
+        rt::Region r = values.lookup(v).region;
+        // Outputs leave in PyTorch's plain C x H x W order.
+        if (type.getRank() == 4)
+          r = assembler.relayoutMaps(r, type.getDimSize(1), type.getDimSize(2),
+                                     type.getDimSize(3),
+                                     /*toMapLayout=*/false);
+        assembler.addOutput(r);
+      }
     } else if (auto dispatch = dyn_cast<DispatchOp>(op)) {
       auto experts = module.lookupSymbol<func::FuncOp>(dispatch.getExperts());
       FailureOr<const LoweredModule *> m = cache.getModule(experts);

@@ -55,7 +55,8 @@ ReferenceInterpreter::evalBlock(Block &block,
       FailureOr<const rt::ParamTensor *> t = param(op, emb.getTable());
       if (failed(t))
         return failure();
-      int64_t cols = (*t)->shape.back();
+      // A row of the first dimension: a vector, or a whole feature map.
+      int64_t cols = (*t)->numElements() / (*t)->shape.front();
       const float *row = (*t)->data.data() + emb.getIndexAttr().getInt() * cols;
       env[emb.getResult()] = std::vector<float>(row, row + cols);
     } else if (auto lin = dyn_cast<LinearOp>(op)) {
@@ -140,6 +141,9 @@ ReferenceInterpreter::evalBlock(Block &block,
         env[r] = std::move(v);
     } else if (auto dispatch = dyn_cast<DispatchOp>(op)) {
       if (failed(evalDispatch(dispatch, env)))
+        return failure();
+    } else if (isa<Conv2DOp, MaxPool2DOp, FlattenOp, ChannelConcatOp>(op)) {
+      if (failed(evalMapOp(op, env)))
         return failure();
     } else if (isa<OutputOp, func::ReturnOp>(op)) {
       for (Value v : op->getOperands())

@@ -1,7 +1,7 @@
 // RUN: dynb-opt %s -split-input-file -verify-diagnostics -allow-unregistered-dialect
 
-// expected-error @+1 {{'dynb.param' op must be a vector, a matrix or a stack of matrices (one per expert), got rank 4}}
-dynb.param @T : tensor<2x2x2x2xf32>
+// expected-error @+1 {{'dynb.param' op must be a vector, a matrix, a stack of matrices (one per expert) or a rank-4 tensor (convolution weights, a table of feature maps), got rank 5}}
+dynb.param @T : tensor<2x2x2x2x2xf32>
 
 // -----
 

@@ -12,6 +12,7 @@
 
 #include "dynb/Batching/Scheduler.h"
 #include "dynb/Driver/Outputs.h"
+#include "dynb/Import/ClevrImporter.h"
 #include "dynb/JIT/KernelCache.h"
 #include "dynb/Lowering/PlanBuilder.h"
 #include "dynb/Runtime/ParameterStore.h"
@@ -47,6 +48,10 @@ struct RunOptions {
 struct StepProfile {
   double gather = 0, gemm = 0, kernel = 0;
   uint64_t gemmFlops = 0;
+  /// Map steps (convolutions, pooling, layout changes) and the flops of
+  /// the convolutions among them (counted with or without profiling).
+  double map = 0;
+  uint64_t convFlops = 0;
 };
 
 struct RunResult {
@@ -106,10 +111,15 @@ public:
                                      llvm::StringRef text);
   /// Reads parameters and checks them against the model's dynb.param ops.
   llvm::Error loadParams(llvm::StringRef path);
+  /// Reads more tensors (e.g. CLEVR image features), replacing those of
+  /// the same name, and checks the whole set against the model again.
+  llvm::Error loadMoreParams(llvm::StringRef path);
   /// Seeds every parameter of the model (deterministic); fails when they
   /// would exceed the memory limit.
   llvm::Error seedParams(uint64_t seed);
   void setLimits(const SessionLimits &limits) { limits_ = limits; }
+  /// The IEP model's sizes for CLEVR question files (see ClevrImporter.h).
+  void setClevrConfig(const ClevrModelConfig &config) { clevr_ = config; }
   const SessionLimits &limits() const { return limits_; }
 
   uint64_t numInstances();
@@ -137,6 +147,7 @@ private:
   rt::ParameterStore params_;
   std::unique_ptr<KernelCache> kernels_;
   SessionLimits limits_;
+  ClevrModelConfig clevr_;
 };
 
 /// Peak resident memory of this process, bytes (0 where unknown).

@@ -30,7 +30,8 @@ struct SlotRef {
 };
 
 struct LoweredStep {
-  enum class Kind : uint8_t { Gemm, Kernel };
+  /// Map: a feature-map op the runtime runs with oneDNN (MapLowering.cpp).
+  enum class Kind : uint8_t { Gemm, Kernel, Map };
   Kind kind = Kind::Kernel;
   // Gemm: c = a * weight^T (+ bias).
   SlotRef a, c;
@@ -46,6 +47,10 @@ struct LoweredStep {
   /// that gathers those arguments anyway may gather them straight into the
   /// windows and skip this step.
   llvm::SmallVector<unsigned, 4> concatArgs;
+  /// Map: the runtime step without its regions and buffers; its inputs are
+  /// `args`, its output `c`, its convolution weight and bias `weight` and
+  /// `bias`.
+  rt::MapStep map;
 };
 
 /// Everything about a lowered module that plan assembly reads.

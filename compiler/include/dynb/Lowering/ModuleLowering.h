@@ -47,6 +47,15 @@ struct LoweredModule : LoweredSteps {
 mlir::FailureOr<std::unique_ptr<LoweredModule>>
 lowerModuleBody(mlir::func::FuncOp fn, llvm::StringRef kernelPrefix);
 
+/// Whether `op` is a feature-map op that lowers to a map step.
+bool isMapOp(mlir::Operation *op);
+
+/// The map step of a feature-map op on the given input slots, its result
+/// in `out` (a new local the caller made). `fuseRelu` runs a ReLU after a
+/// convolution (oneDNN post-op).
+LoweredStep lowerMapOp(mlir::Operation *op, llvm::ArrayRef<SlotRef> inputs,
+                       SlotRef out, bool fuseRelu);
+
 /// Loads the dialects the lowering and the JIT create ops of.
 void loadLoweringDialects(mlir::MLIRContext &ctx);
 

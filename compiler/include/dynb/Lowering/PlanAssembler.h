@@ -78,6 +78,11 @@ public:
   /// A mixture-of-experts dispatch running `experts` per chosen expert;
   /// returns its output. One launch.
   rt::Region dispatch(const DispatchLaunch &d, const LoweredSteps &experts);
+  /// A copy of batched feature maps `r` ([rows x channels*height*width])
+  /// between PyTorch's plain C x H x W order and the runtime's map layout,
+  /// in a fresh buffer.
+  rt::Region relayoutMaps(const rt::Region &r, int64_t channels, int64_t height,
+                          int64_t width, bool toMapLayout);
   /// Marks a region as an output: live to the end of the plan.
   void addOutput(const rt::Region &r) { plan_.outputs.push_back(r); }
   /// Plans the arena and hands the plan over.
@@ -93,6 +98,12 @@ private:
   }
   /// A copy of `r` into a fresh buffer whose columns start at 0.
   rt::Region compact(const rt::Region &r);
+  /// `r` itself when it spans whole rows of its buffer (map steps read whole
+  /// rows), else a compact copy.
+  rt::Region wholeRows(const rt::Region &r);
+  /// A module's map step (MapLowering.cpp's form) on resolved regions.
+  rt::Step mapStep(const LoweredStep &s, llvm::ArrayRef<rt::Region> inputs,
+                   const rt::Region &out);
   /// Gathers the concat's arguments straight into its buffer when every
   /// one of them is a row copy made for this use alone.
   bool placeConcatArgs(const LoweredStep &s,

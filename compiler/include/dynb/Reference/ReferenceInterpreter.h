@@ -29,6 +29,11 @@ private:
   evalBlock(mlir::Block &block,
             llvm::DenseMap<mlir::Value, std::vector<float>> &env,
             std::vector<std::vector<float>> &results);
+  /// Convolutions, pooling, flatten and channel concat (ReferenceMaps.cpp):
+  /// true if `op` is one of them and was evaluated.
+  mlir::FailureOr<bool>
+  evalMapOp(mlir::Operation *op,
+            llvm::DenseMap<mlir::Value, std::vector<float>> &env);
   /// Gate, top k, softmax and the chosen experts, one row at a time, in
   /// double precision.
   mlir::LogicalResult

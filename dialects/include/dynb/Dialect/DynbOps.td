@@ -20,10 +20,12 @@ def Dynb_ParamOp : Dynb_Op<"param", [Symbol]> {
   let description = [{
     Declares a parameter; its values come from a safetensors file (by this
     name) or from a seed. Parameters are static-shaped f32 tensors of rank 1
-    or 2; matrices are row-major and applied as `W x` (PyTorch's
+    to 4; matrices are row-major and applied as `W x` (PyTorch's
     `nn.Linear.weight` layout). Rank 3 holds one matrix per expert
     (`[experts, rows, cols]`), read only by the linear ops of an expert
-    module (see `dynb.dispatch`).
+    module (see `dynb.dispatch`), or a table of rank-2 rows. Rank 4 holds
+    convolution weights `[out, in, kh, kw]` (PyTorch's `nn.Conv2d.weight`)
+    or a table of feature maps `[rows, channels, height, width]`.
 
     ```mlir
     dynb.param @W_iou : tensor<48x16xf32>
@@ -76,10 +78,14 @@ def Dynb_OutputOp : Dynb_Op<"output",
 
 def Dynb_EmbeddingOp : Dynb_Op<"embedding",
     [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
-  let summary = "row `index` of a 2-D parameter table";
+  let summary = "row `index` of a parameter table";
   let description = [{
+    Row `index` of the table's first dimension: a vector of a matrix, or a
+    `C x H x W` feature map of a `[rows, C, H, W]` table.
+
     ```mlir
     %x = dynb.embedding @E [17] : tensor<16xf32>
+    %m = dynb.embedding @features [3] : tensor<1024x14x14xf32>
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$table, I64Attr:$index);
@@ -218,6 +224,83 @@ def Dynb_DispatchOp : Dynb_Op<"dispatch",
     $input `gate` $gate (`noise` $noise^)? `experts` $experts `top` $k attr-dict
     `:` type($input) `->` type($result)
   }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Feature maps: per-instance values `C x H x W` (channels, height, width)
+//===----------------------------------------------------------------------===//
+
+def Dynb_Conv2DOp : Dynb_Op<"conv2d",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "2-D convolution with stride 1 over the last three dimensions";
+  let description = [{
+    `y[o, i, j] = bias[o] + sum_{c, u, v} weight[o, c, u, v] *
+    x[c, i + u - padding, j + v - padding]` (zero outside the map): PyTorch's
+    `nn.Conv2d(C, O, (kh, kw), padding=padding)` with its weight
+    `[O, C, kh, kw]` and bias `[O]`. The input is `C x H x W` (or has
+    leading batch dimensions); the result is `O x H' x W'` with
+    `H' = H + 2 padding - kh + 1`.
+
+    ```mlir
+    %y = dynb.conv2d %x weight @W bias @b padding 1 : tensor<128x14x14xf32> -> tensor<128x14x14xf32>
+    ```
+  }];
+  let arguments = (ins Dynb_Tensor:$input, FlatSymbolRefAttr:$weight,
+                   OptionalAttr<FlatSymbolRefAttr>:$bias,
+                   DefaultValuedAttr<I64Attr, "0">:$padding);
+  let results = (outs Dynb_Tensor:$result);
+  let assemblyFormat = [{
+    $input `weight` $weight (`bias` $bias^)? `padding` $padding attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dynb_MaxPool2DOp : Dynb_Op<"maxpool2d", [Pure]> {
+  let summary = "2 x 2 max pooling with stride 2 over the last two dimensions";
+  let description = [{
+    PyTorch's `nn.MaxPool2d(2)`: `C x H x W` to `C x floor(H/2) x floor(W/2)`.
+
+    ```mlir
+    %p = dynb.maxpool2d %x : tensor<512x14x14xf32> -> tensor<512x7x7xf32>
+    ```
+  }];
+  let arguments = (ins Dynb_Tensor:$input);
+  let results = (outs Dynb_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Dynb_FlattenOp : Dynb_Op<"flatten", [Pure]> {
+  let summary = "a `C x H x W` map as one vector, in C, H, W order";
+  let description = [{
+    Flattens the last three dimensions in row-major (C, H, W) order, as
+    PyTorch's `x.view(N, -1)` does, so a dense layer after it takes
+    PyTorch's weight unchanged.
+
+    ```mlir
+    %v = dynb.flatten %p : tensor<512x7x7xf32> -> tensor<25088xf32>
+    ```
+  }];
+  let arguments = (ins Dynb_Tensor:$input);
+  let results = (outs Dynb_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Dynb_ChannelConcatOp : Dynb_Op<"channel_concat", [Pure]> {
+  let summary = "concatenation of feature maps along the channels";
+  let description = [{
+    Maps `C_i x H x W` become one `(sum C_i) x H x W` map, the first
+    input's channels first (the third dimension from the end).
+
+    ```mlir
+    %c = dynb.channel_concat %a, %b : (tensor<128x14x14xf32>, tensor<128x14x14xf32>) -> tensor<256x14x14xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Dynb_Tensor>:$inputs);
+  let results = (outs Dynb_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $result)";
   let hasVerifier = 1;
 }
 

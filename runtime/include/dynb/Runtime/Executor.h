@@ -36,6 +36,10 @@ struct ExecutorStats {
   uint64_t gatherRowsCopied = 0;
   uint64_t gemmPrimitivesCreated = 0;
   uint64_t dispatchCalls = 0;
+  /// Map steps (convolutions, pooling, layout changes, channel concats)
+  /// and the flops of their convolutions, counted every run.
+  uint64_t mapCalls = 0;
+  uint64_t convFlops = 0;
   /// The GEMMs of dispatch steps (gate and experts): their flops, and the
   /// parameter bytes (weights and biases) they read, counted every run.
   uint64_t dispatchGemmFlops = 0;
@@ -44,7 +48,7 @@ struct ExecutorStats {
   /// ExecutorOptions::profile is set (else zero). A dispatch step's time
   /// (its GEMMs included) counts as dispatch.
   double gatherSeconds = 0, gemmSeconds = 0, kernelSeconds = 0,
-         dispatchSeconds = 0;
+         dispatchSeconds = 0, mapSeconds = 0;
   uint64_t gemmFlops = 0;
   int64_t arenaCapacityBytes = 0;
 };

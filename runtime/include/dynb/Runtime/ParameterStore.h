@@ -25,7 +25,8 @@ public:
   Status add(std::string name, std::vector<int64_t> shape,
              std::vector<float> data);
   /// Deterministic initialisation for benchmarks: uniform in
-  /// [-1/sqrt(fanIn), 1/sqrt(fanIn)] where fanIn is the last dimension,
+  /// [-1/sqrt(fanIn), 1/sqrt(fanIn)] where fanIn is the last dimension
+  /// (for rank 4, [out, in, kh, kw], the product of the last three),
   /// from a generator seeded by (seed, name).
   void addSeeded(std::string name, std::vector<int64_t> shape, uint64_t seed);
   const ParamTensor *find(std::string_view name) const;

@@ -16,8 +16,8 @@
 
 namespace dynb::rt {
 
-/// 2: dispatch steps (mixture of experts).
-constexpr uint32_t kPlanFormatVersion = 2;
+/// 2: dispatch steps (mixture of experts). 3: map steps (feature maps).
+constexpr uint32_t kPlanFormatVersion = 3;
 
 using BufferId = uint32_t;
 
@@ -124,14 +124,56 @@ struct DispatchStep {
   Region routedOut;
 };
 
+/// An operation on feature maps (docs/clevr.md). Each row of a map region
+/// is one instance's C x H x W map, stored in the runtime's map layout:
+/// blocked by 16 channels (oneDNN's nChw16c) on AVX-512 machines when C is
+/// a multiple of 16, else by 8 (nChw8c) when C is a multiple of 8, else
+/// channels-last (nhwc). The layout follows from C and the machine alone,
+/// so every producer and consumer of a map agrees on it without reorders;
+/// elementwise kernels treat a map row as a flat vector. Map regions span
+/// whole buffer rows (cols == the buffer's cols == C * H * W).
+struct MapStep {
+  enum class Op : uint8_t {
+    /// out = conv(in[0], weight [O x C x kh x kw] (OIHW), stride 1,
+    /// `padding` on every side) + bias, then ReLU when `relu`.
+    Conv,
+    /// out = 2 x 2 max pooling with stride 2 (floor) of in[0].
+    MaxPool,
+    /// out = in[0] (plain C x H x W, row-major) in the map layout.
+    ToMapLayout,
+    /// out = in[0] (map layout) as plain C x H x W: what flatten and
+    /// instance outputs read.
+    FromMapLayout,
+    /// out = the channels of in[0], in[1], ... one after another.
+    ChannelConcat,
+  };
+  Op op = Op::Conv;
+  /// The input map (for ChannelConcat: the output's H and W, and
+  /// inChannels[i] per input).
+  int64_t channels = 0, height = 0, width = 0;
+  std::vector<int64_t> inChannels;
+  /// Conv: output channels and the window.
+  int64_t outChannels = 0, kernelH = 1, kernelW = 1, padding = 0;
+  bool relu = false;
+  BufferId weight = 0;
+  bool hasBias = false;
+  BufferId bias = 0;
+  std::vector<Region> inputs;
+  Region out;
+};
+
 struct Step {
-  enum class Kind : uint8_t { Gather, Gemm, Kernel, Dispatch };
+  enum class Kind : uint8_t { Gather, Gemm, Kernel, Dispatch, Map };
   Kind kind;
   GatherStep gather;
   GemmStep gemm;
   KernelStep kernel;
   DispatchStep dispatch;
+  MapStep map;
 };
+
+/// The output map shape (channels, height, width) of a map step.
+void mapOutputShape(const MapStep &step, int64_t &c, int64_t &h, int64_t &w);
 
 struct Plan {
   uint32_t version = kPlanFormatVersion;
