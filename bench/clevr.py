@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # CLEVR module-network benchmark (WORKLOADS.md §2): programs/s per strategy, whole forward pass and modules alone, against oneDNN's convolution ceiling.
 """Usage: bench/clevr.py BUILD_DIR [--quick] [--batches 16,64,256] [--out DIR]
-                         [--threads N] [--repeat N]
+                         [--threads N] [--repeat N] [--no-peers]
 
 For each batch size: writes that many CLEVR questions with
 examples/clevr/clevrgen.py (the nine template families, evenly), runs them
@@ -18,6 +18,14 @@ and dynb-gemm-ceiling, measured in the same run), summed to the time a
 perfectly batched pass would need (each shape timed before and after the
 strategies' runs, the better rate kept). Writes clevr.json and clevr.md to
 BUILD_DIR/bench (or --out); --quick writes clevr-quick.*.
+
+Unless --no-peers, each batch also runs through PyTorch
+(bench/peers/clevr_torch.py, Debian's python3-torch): the script writes
+seeded weights and features as safetensors, dynbc (agenda) writes its
+answer scores with them, and the two peers (eager: one question at a time,
+module by module; by level: one batched call a depth and token) must match
+those before their time counts (one timed pass for eager, --repeat for by
+level; whole forward pass).
 """
 
 import argparse
@@ -42,6 +50,11 @@ TARGET = 0.85
 SEED = 1
 BINARY = {"union", "intersect", "equal_color", "equal_shape", "equal_size",
           "equal_material", "equal_integer", "less_than", "greater_than"}
+
+
+PYTHON = "/usr/bin/python3"  # Debian's python3-torch
+PEER_SCRIPT = os.path.join(ROOT, "bench", "peers", "clevr_torch.py")
+PEER_RTOL = 1e-3
 
 
 class BenchError(Exception):
@@ -145,6 +158,38 @@ def fractions(args, point, rates):
         r["modules_of_ceiling"] = ceil_modules / r["modules_seconds"]
 
 
+def peer_phase(args, b, qpath):
+    """PyTorch on the batch's own questions: seeded weights and features as
+    safetensors, dynb's answer scores with them (agenda), then each peer,
+    its outputs checked against dynb's before its time counts."""
+    params, ref = qpath + ".peer-params.safetensors", qpath + ".peer-dynb.npy"
+    run([PYTHON, PEER_SCRIPT, "params", qpath, params, "--seed", str(SEED)], "peer params")
+    cmd = [os.path.join(args.build, "bin", "dynbc"), "run", qpath, "--params", params,
+           "--strategy=agenda", "--output", ref]
+    if args.threads:
+        cmd += ["--threads", str(args.threads)]
+    run(cmd, "dynbc run (peer reference)")
+    peers = []
+    for mode, repeat in (("eager", 1), ("level", args.repeat)):
+        print("  pytorch-%s batch %d ..." % (mode, b), end=" ", flush=True)
+        argv = [PYTHON, PEER_SCRIPT, "run", qpath, params, "--mode", mode, "--repeat",
+                str(repeat), "--check", ref, "--rtol", str(PEER_RTOL)]
+        if args.threads:
+            argv += ["--threads", str(args.threads)]
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            raise BenchError("pytorch-%s failed (exit %d; outputs differ from dynb's?): %s\n%s%s"
+                             % (mode, proc.returncode, " ".join(argv), proc.stdout[-2000:],
+                                proc.stderr[-4000:]))
+        result = json.loads(lines[-1])
+        print("%.2f programs/s, max abs diff %.2g" % (result["programs_per_second"],
+                                                     result["max_abs_error"]), flush=True)
+        peers.append(dict(result, batch=b, mode=mode, argv=argv[1:]))
+    os.remove(params)
+    return peers
+
+
 def bench_batch(args, b, work, rates):
     qpath = os.path.join(work, "q%d.json" % b)
     run([sys.executable, GEN, "-o", qpath, "--questions", str(b), "--seed", str(SEED)],
@@ -175,6 +220,7 @@ def bench_batch(args, b, work, rates):
             "map_share": w["map_seconds"] / sum(w["run_seconds"]) if w["run_seconds"] else 0,
             "jit_seconds": w["jit_seconds"],
         }
+    point["peers"] = peer_phase(args, b, qpath) if args.peers else []
     return point
 
 
@@ -194,6 +240,23 @@ def table(points):
     return "\n".join(lines)
 
 
+def peer_table(points):
+    """Markdown lines: dynb's whole forward pass against the PyTorch peers."""
+    lines = ["| batch | none | depth | agenda | PyTorch eager | PyTorch by level "
+             "| agenda / eager | agenda / by level | peers' max abs diff |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for p in points:
+        if not p["peers"]:
+            continue
+        r = {s: p["strategies"][s]["programs_per_s"] for s in STRATEGIES}
+        pe = {x["mode"]: x for x in p["peers"]}
+        e, l = pe["eager"]["programs_per_second"], pe["level"]["programs_per_second"]
+        lines.append("| %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f× | %.2f× | %.1e |" % (
+            p["batch"], r["none"], r["depth"], r["agenda"], e, l, r["agenda"] / e,
+            r["agenda"] / l, max(x["max_abs_error"] for x in p["peers"])))
+    return lines if len(lines) > 2 else []
+
+
 def main(argv):
     p = argparse.ArgumentParser(prog="bench/clevr.py",
                                 description="CLEVR module-network benchmark of WORKLOADS.md §2.")
@@ -204,11 +267,19 @@ def main(argv):
     p.add_argument("--threads", type=int, default=0, metavar="N")
     p.add_argument("--repeat", type=int, default=3, metavar="N",
                    help="timed passes after the warm-up (the median is reported)")
-    p.add_argument("--no-peers", action="store_true", help="accepted for bench/run.sh; no peers")
+    p.add_argument("--no-peers", dest="peers", action="store_false",
+                   help="skip the PyTorch peers (eager and hand-batched by level)")
     args = p.parse_args(argv)
     batches = [16] if args.quick else [int(x) for x in args.batches.split(",")]
     out = args.out or os.path.join(args.build, "bench")
     os.makedirs(out, exist_ok=True)
+    if args.peers:
+        probe = subprocess.run([PYTHON, "-c", "import torch, numpy"], capture_output=True,
+                               text=True)
+        if probe.returncode != 0:
+            raise BenchError("the PyTorch peers need Debian's python3-torch and python3-numpy "
+                             "(tools/dev deps --bench), or run with --no-peers:\n" +
+                             probe.stderr.strip())
     rates = {}
     points = []
     with tempfile.TemporaryDirectory() as work:
@@ -231,16 +302,32 @@ def main(argv):
     ceil_lines = ["ceiling rates (static batch): " + ", ".join(
         "%s %s: %.1f GFLOP/s" % (k[0], "x".join(map(str, k[1:])), v * 1e-9)
         for k, v in sorted(rates.items()))]
+    peers_md = peer_table(points)
+    peer_rows = [x for pt in points for x in pt["peers"]]
+    peers_head = ""
+    if peers_md:
+        peers_head = ("PyTorch peers (whole forward pass, programs/s; PyTorch %s, %d threads; same "
+                      "questions, weights and features, outputs checked against dynb's; eager: "
+                      "one question at a time, one timed pass; by level: one call a depth and "
+                      "token, median of %d)" % (peer_rows[0]["torch"], peer_rows[0]["threads"],
+                                                args.repeat))
     print(text)
     print(summary)
     print(ceil_lines[0])
+    if peers_md:
+        print("\n" + peers_head)
+        print("\n".join(peers_md))
     stem = "clevr-quick" if args.quick else "clevr"
     with open(os.path.join(out, stem + ".json"), "w") as f:
         json.dump({"points": points, "ceiling_rates": {" ".join(map(str, k)): v
-                                                        for k, v in rates.items()}}, f, indent=2)
+                                                        for k, v in rates.items()},
+                   "peers": peer_rows}, f, indent=2)
     with open(os.path.join(out, stem + ".md"), "w") as f:
         f.write("# CLEVR (IEP) benchmark\n\n" + text + "\n\n" + summary + "\n\n" +
                 ceil_lines[0] + "\n")
+        if peers_md:
+            f.write("\n## PyTorch peers\n\n" + peers_head + " (bench/peers/clevr_torch.py)\n\n" +
+                    "\n".join(peers_md) + "\n")
     print("wrote %s and %s" % (os.path.join(out, stem + ".json"), os.path.join(out, stem + ".md")))
     return 0
 

@@ -15,8 +15,8 @@ usage: bench/run.sh BUILD_DIR [WORKLOAD...] [OPTIONS...]
   treelstm options: --quick, --out DIR, --threads N, --trees N, --no-peers (see bench/README.md)
   moe options: --quick, --grid seed|lm|all, --out DIR, --threads N, --max-memory SIZE, --no-peers
   api options: --quick, --out DIR, --threads N, --trees N, --rounds N (the embedded API against dynbc)
-  clevr options: --quick, --batches 16,64,256, --out DIR, --threads N, --repeat N
-  Both run PyTorch peers on the same inputs and weights unless --no-peers.
+  clevr options: --quick, --batches 16,64,256, --out DIR, --threads N, --repeat N, --no-peers
+  treelstm, moe and clevr run PyTorch peers on the same inputs and weights unless --no-peers.
 USAGE
 }
 
