@@ -319,7 +319,8 @@ def main(argv):
         print("\n".join(peers_md))
     stem = "clevr-quick" if args.quick else "clevr"
     with open(os.path.join(out, stem + ".json"), "w") as f:
-        json.dump({"points": points, "ceiling_rates": {" ".join(map(str, k)): v
+        json.dump({"points": [{k: v for k, v in pt.items() if k != "peers"} for pt in points],
+                   "ceiling_rates": {" ".join(map(str, k)): v
                                                         for k, v in rates.items()},
                    "peers": peer_rows}, f, indent=2)
     with open(os.path.join(out, stem + ".md"), "w") as f:
