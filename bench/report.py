@@ -3,7 +3,7 @@
 """Usage: bench/report.py BENCH_DIR [--docs DIR] [--readme README.md]
 
 Reads the result files the workload benchmarks wrote to BENCH_DIR
-(treelstm.json, moe.json; the quick or smoke-test variants are never used,
+(treelstm.json, moe.json, clevr.json, api.json; the quick or smoke-test variants are never used,
 so a report only shows full runs) and writes:
 
   BENCH_DIR/report.json        every figure, with each run's machine and date
@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-WORKLOADS = ("treelstm", "moe")
+WORKLOADS = ("treelstm", "moe", "clevr", "api")
 
 
 def load(bench_dir):
@@ -266,6 +266,96 @@ def save(plt, fig, name):
     return path
 
 
+# ------------------------------------------------------------------ CLEVR
+
+def clevr_peer(d, point, mode):
+    """A PyTorch peer's programs/s at this point's batch, where the run has one."""
+    for p in d.get("peers", []):
+        if p["mode"] == mode and p["batch"] == point["batch"]:
+            return p["programs_per_second"]
+    return None
+
+
+def clevr_best(point):
+    return max((s for s in point["strategies"] if s != "none"),
+               key=lambda s: point["strategies"][s]["programs_per_s"])
+
+
+def clevr_headline(d):
+    pts = [p for p in d["points"] if p["batch"] == 64]
+    if not pts:
+        return None
+    p = pts[0]
+    best = clevr_best(p)
+    return dict(workload="CLEVR module network (IEP)", setting="batch 64, whole forward, " + best,
+                unit="programs/s", dynb=p["strategies"][best]["programs_per_s"],
+                none=p["strategies"]["none"]["programs_per_s"],
+                eager=clevr_peer(d, p, "eager"), by_hand=clevr_peer(d, p, "level"),
+                ceiling=p["batch"] / p["ceiling_seconds_whole"])
+
+
+def clevr_section(d, charts, plt):
+    lines = ["## CLEVR module network (IEP, WORKLOADS.md §2)", "",
+             "Run: `tools/dev bench clevr` (generated questions of the nine template families, "
+             "seeded parameters and features, module_dim 128, 14x14 maps). Ceiling: the batch's "
+             "convolutions and dense layers run by oneDNN as one static batch each, timed in the "
+             "same run.", "",
+             "| batch | none | depth | agenda | PyTorch eager | PyTorch by level | best / by level "
+             "| best of ceiling | modules alone: best / none | launches (agenda) / bound |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for p in sorted(d["points"], key=lambda p: p["batch"]):
+        s = p["strategies"]
+        best = clevr_best(p)
+        level = clevr_peer(d, p, "level")
+        lines.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %d / %d |" % (
+            p["batch"], *("%.1f" % s[k]["programs_per_s"] for k in ("none", "depth", "agenda")),
+            *("-" if v is None else "%.1f" % v for v in (clevr_peer(d, p, "eager"), level)),
+            ratio(s[best]["programs_per_s"], level), pct(s[best]["of_ceiling"]),
+            ratio(s[best]["modules_programs_per_s"], s["none"]["modules_programs_per_s"]),
+            s["agenda"]["launches"], s["agenda"]["lower_bound"]))
+    lines.append("")
+    if plt:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        pts = sorted(d["points"], key=lambda p: p["batch"])
+        for st, style in (("none", "o:"), ("depth", "s--"), ("agenda", "D-")):
+            ax.plot([p["batch"] for p in pts], [p["strategies"][st]["programs_per_s"] for p in pts],
+                    style, label="dynb " + st)
+        for mode, style in (("eager", "x-."), ("level", "x-")):
+            ys = [clevr_peer(d, p, mode) for p in pts]
+            if all(ys):
+                ax.plot([p["batch"] for p in pts], ys, style, label="PyTorch " + mode)
+        ax.plot([p["batch"] for p in pts], [p["batch"] / p["ceiling_seconds_whole"] for p in pts],
+                "k-", lw=0.8, label="convolution ceiling")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("batch size (questions)")
+        ax.set_ylabel("programs/s")
+        ax.set_title("CLEVR module network, whole forward pass")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        charts.append(save(plt, fig, "clevr-throughput.png"))
+        lines += ["![CLEVR throughput against batch size](benchmarks/clevr-throughput.png)", ""]
+    return lines
+
+
+# ------------------------------------------------------------------ embedded API
+
+def api_section(d):
+    lines = ["## Embedded API (SST trees built per batch through `dynb::Engine`)", "",
+             "Run: `tools/dev bench api` (batch %d, best of %d rounds). The API's figure covers "
+             "building every graph, scheduling, plan assembly, running and reading the outputs; "
+             "dynbc's run-only figure excludes its batching pass and plan building." % (
+                 d["batch"], d["rounds"]), "",
+             "| hdim | strategy | API trees/s | µs a node outside the executor | dynbc trees/s (run only) "
+             "| API / dynbc run |", "|---:|---|---:|---:|---:|---:|"]
+    for r in d["rows"]:
+        lines.append("| %d | %s | %s | %.2f | %s | %.2f |" % (
+            r["hdim"], r["strategy"], rate(r["api_trees_per_s"]), r["api_outside_us_per_node"],
+            rate(r["cli_run_trees_per_s"]), r["api_over_cli_run"]))
+    lines += [""] + ["- " + t for t in d.get("targets", [])] + [""]
+    return lines
+
+
 def headline_table(heads):
     lines = ["| workload | setting | dynb | × dynb none | × PyTorch eager | × PyTorch by hand | "
              "of ceiling |", "|---|---|---:|---:|---:|---:|---:|"]
@@ -310,6 +400,12 @@ def main(argv):
         h = moe_headline(found["moe"])
         heads += [h] if h else []
         body += moe_section(found["moe"], charts, plt)
+    if "clevr" in found:
+        h = clevr_headline(found["clevr"])
+        heads += [h] if h else []
+        body += clevr_section(found["clevr"], charts, plt)
+    if "api" in found:
+        body += api_section(found["api"])
     missing = [w for w in WORKLOADS if w not in found]
     machine = found.get("treelstm", {}).get("machine", {})
     md = ["# Benchmarks", "",
