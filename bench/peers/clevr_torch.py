@@ -31,11 +31,12 @@ import argparse
 import json
 import os
 import statistics
-import struct
 import sys
 import time
 
 import numpy as np
+
+from safetensors_io import read_safetensors, write_safetensors
 
 DIM, FEAT, HW, PROJ, FC, ANSWERS = 128, 1024, 14, 512, 1024, 32
 UNARY = (["scene"] +
@@ -66,37 +67,6 @@ def read_questions(path):
                 raise SystemExit("%s: question %d: unknown token %r" % (path, qi, token))
             prog.append((token, list(n.get("inputs") or [])))
         out.append((int(q.get("image_index", qi)), prog))
-    return out
-
-
-def write_safetensors(path, tensors):
-    header, offset = {}, 0
-    for name, a in tensors.items():
-        n = a.size * 4
-        header[name] = {"dtype": "F32", "shape": list(a.shape),
-                        "data_offsets": [offset, offset + n]}
-        offset += n
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text)
-        for a in tensors.values():
-            f.write(np.ascontiguousarray(a, dtype="<f4").tobytes())
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        if t["dtype"] != "F32":
-            raise SystemExit("%s: tensor %r is %s, not F32" % (path, name, t["dtype"]))
-        a, b = t["data_offsets"]
-        out[name] = np.frombuffer(raw[8 + n + a:8 + n + b], dtype="<f4").reshape(t["shape"])
     return out
 
 

@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from treelstm_torch import read_safetensors, write_safetensors
+from safetensors_io import read_safetensors, write_safetensors
 
 
 def make_params(tokens, experts, d, hidden, seed):

@@ -23,11 +23,12 @@ import argparse
 import json
 import os
 import statistics
-import struct
 import sys
 import time
 
 import numpy as np
+
+from safetensors_io import read_safetensors, write_safetensors
 
 
 def read_graphs(path):
@@ -63,36 +64,6 @@ def read_graphs(path):
             raise SystemExit("%s: an instance's output is not its last call" % path)
         trees.append(tree)
     return shapes, trees
-
-
-def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, a in tensors.items():
-        data = np.ascontiguousarray(a, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(a.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        if t["dtype"] != "F32":
-            raise SystemExit("%s: tensor %r is %s, not F32" % (path, name, t["dtype"]))
-        a, b = t["data_offsets"]
-        out[name] = np.frombuffer(raw[8 + n + a:8 + n + b], dtype="<f4").reshape(t["shape"])
-    return out
 
 
 def make_params(shapes, seed):
