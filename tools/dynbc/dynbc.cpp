@@ -151,6 +151,14 @@ static cl::opt<Device> device(
                           "an NVIDIA GPU through the CUDA driver (not yet "
                           "able to run plans; see docs/gpu.md)")),
     cl::sub(runCmd), cl::cat(dynbCat));
+static cl::opt<bool> streamInput(
+    "stream",
+    cl::desc("Read a JSON Lines input one batch at a time: read, batch, "
+             "plan and run each --batch-size instances, then let go of them "
+             "(memory holds one batch's graphs and plan, and the outputs; "
+             "timed passes repeat each batch's plan in place; --check "
+             "compares batch by batch)"),
+    cl::sub(runCmd), cl::cat(dynbCat));
 static cl::opt<std::string>
     reportPath("report",
                cl::desc("Also write the figures as JSON to this file"),
@@ -431,7 +439,7 @@ int runStats(Session &session) {
 
 // Resident memory with the libraries loaded and nothing read yet, and once
 // the graphs are read: the base the benchmarks' memory floor is set on.
-int64_t residentAtStart = 0, residentAfterLoad = 0;
+int64_t residentAtStart = 0, residentAfterLoad = 0, anonymousAtStart = 0;
 
 int runRun(Session &session) {
   auto strats = parseStrategies(/*single=*/false);
@@ -464,7 +472,8 @@ int runRun(Session &session) {
 
   std::optional<StackedOutputs> reference;
   double referenceSeconds = 0;
-  if (check) {
+  // A streamed run checks batch by batch (RunOptions::check).
+  if (check && !session.streaming()) {
     auto t0 = std::chrono::steady_clock::now();
     auto ref = session.runReference();
     if (failed(ref))
@@ -483,7 +492,10 @@ int runRun(Session &session) {
                      : std::to_string(batchSize.getValue()),
       haveParams ? paramsPath.getValue()
                  : "seed " + std::to_string(seed.getValue()),
-      check ? fmt::format(", reference {:.2f} s", referenceSeconds) : "");
+      check && !session.streaming()
+          ? fmt::format(", reference {:.2f} s", referenceSeconds)
+      : session.streaming() ? ", streamed"
+                            : "");
   llvm::outs() << fmt::format(
       "{:<8} {:>7} {:>9} {:>7} {:>7} {:>8} {:>9} {:>9} {:>12} {:>12} {:>11}"
       "{}\n",
@@ -505,6 +517,9 @@ int runRun(Session &session) {
     opts.repeat = std::max(1u, repeat.getValue());
     opts.threads = threads;
     opts.profile = profileSteps;
+    opts.check = check && session.streaming();
+    opts.atol = absTolerance;
+    opts.rtol = relTolerance;
     auto r = session.run(opts);
     if (failed(r))
       return 1;
@@ -515,6 +530,9 @@ int runRun(Session &session) {
     Comparison cmp;
     if (reference)
       cmp = compareOutputs(*reference, r->outputs, absTolerance, relTolerance);
+    else if (opts.check)
+      cmp = r->comparison;
+    bool checked = reference || opts.check;
     allOk &= cmp.withinTolerance;
     llvm::outs() << fmt::format(
         "{:<8} {:>7} {:>9} {:>7} {:>7.2f} {:>8.3f} {:>9.1f} {:>9.2f} "
@@ -524,7 +542,7 @@ int runRun(Session &session) {
         r->jitSeconds, r->scheduleSeconds * 1e3, runSec * 1e3,
         runSec > 0 ? instances / runSec : 0.0,
         runSec > 0 ? r->nodes / runSec : 0.0, r->arenaBytes / 1048576.0);
-    if (reference)
+    if (checked)
       llvm::outs() << fmt::format(
           "  {:>11.3g}  {:>11.3g}  {}", cmp.maxAbsError, cmp.maxRelError,
           cmp.withinTolerance
@@ -576,6 +594,8 @@ int runRun(Session &session) {
         {"peak_rss_bytes", peakResidentBytes()},
         {"rss_start_bytes", residentAtStart},
         {"rss_after_load_bytes", residentAfterLoad},
+        {"rss_anon_start_bytes", anonymousAtStart},
+        {"rss_anon_peak_sampled_bytes", r->peakAnonymousSampled},
         {"rss_after_plans_bytes", r->residentAfterPlans},
         {"param_bytes", r->paramBytes},
         {"peak_live_bytes", r->peakLiveBytes},
@@ -583,9 +603,12 @@ int runRun(Session &session) {
         {"rss_after_batch_bytes",
          llvm::json::Array(std::vector<llvm::json::Value>(
              r->residentAfterBatch.begin(), r->residentAfterBatch.end()))},
-        {"max_abs_error", reference ? cmp.maxAbsError : -1.0},
-        {"max_rel_error", reference ? cmp.maxRelError : -1.0},
-        {"check", reference ? (cmp.withinTolerance ? "ok" : "fail") : "off"},
+        {"max_abs_error", checked ? cmp.maxAbsError : -1.0},
+        {"max_rel_error", checked ? cmp.maxRelError : -1.0},
+        {"check", checked ? (cmp.withinTolerance ? "ok" : "fail") : "off"},
+        {"streamed", session.streaming()},
+        {"reference_seconds",
+         opts.check ? r->referenceSeconds : referenceSeconds},
     });
 
     if (!npyPath.empty() && !wroteOutput) {
@@ -643,7 +666,8 @@ int main(int argc, char **argv) {
       "  dynbc compile IN [-o OUT] "
       "[--emit=dynb|batched|linalg|llvm|gpu|ptx] [--strategy=S]\n"
       "  dynbc run IN (--params P.safetensors | --seed N) [--strategy=S,...] "
-      "[--batch-size N] [--check] [--output OUT.npy] [--device=cpu|cuda]\n"
+      "[--batch-size N] [--stream] [--check] [--output OUT.npy] "
+      "[--device=cpu|cuda]\n"
       "  dynbc stats IN [--strategy=S,...] [--batch-size N]\n");
   if (!compileCmd && !runCmd && !statsCmd) {
     cl::PrintHelpMessage();
@@ -668,8 +692,13 @@ int main(int argc, char **argv) {
   clevr.modulesOnly = clevrModulesOnly;
   session.setClevrConfig(clevr);
   residentAtStart = residentBytes();
-  if (failed(session.loadGraphs(inputPath)))
+  anonymousAtStart = residentAnonymousBytes();
+  if (streamInput) {
+    if (failed(session.openStream(inputPath)))
+      return 1;
+  } else if (failed(session.loadGraphs(inputPath))) {
     return 1;
+  }
   residentAfterLoad = residentBytes();
   if (compileCmd)
     return runCompile(session);

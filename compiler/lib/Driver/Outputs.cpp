@@ -40,3 +40,16 @@ Comparison dynb::compareOutputs(const StackedOutputs &ref,
   }
   return c;
 }
+
+void dynb::accumulateComparison(Comparison &total, const Comparison &batch,
+                                int64_t firstInstance) {
+  // The worst instance is the first out of tolerance, else the largest
+  // absolute error, as compareOutputs picks it within one batch.
+  bool firstFailure = total.withinTolerance && !batch.withinTolerance;
+  if (firstFailure || batch.maxAbsError > total.maxAbsError)
+    total.worstInstance =
+        batch.worstInstance < 0 ? -1 : firstInstance + batch.worstInstance;
+  total.maxAbsError = std::max(total.maxAbsError, batch.maxAbsError);
+  total.maxRelError = std::max(total.maxRelError, batch.maxRelError);
+  total.withinTolerance &= batch.withinTolerance;
+}

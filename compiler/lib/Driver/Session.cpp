@@ -42,6 +42,11 @@ std::string shapeString(llvm::ArrayRef<int64_t> shape) {
 }
 } // namespace
 
+void RunResult::sampleAnonymous() {
+  peakAnonymousSampled =
+      std::max(peakAnonymousSampled, residentAnonymousBytes());
+}
+
 double RunResult::medianPassSeconds() const {
   if (passSeconds.empty())
     return 0;
@@ -62,26 +67,17 @@ static int64_t statusField(const char *field) {
 
 int64_t dynb::peakResidentBytes() { return statusField("VmHWM:"); }
 int64_t dynb::residentBytes() { return statusField("VmRSS:"); }
+int64_t dynb::residentAnonymousBytes() { return statusField("RssAnon:"); }
 
-Session::Session(llvm::raw_ostream &diagnostics)
-    : ctx_(std::make_unique<MLIRContext>(MLIRContext::Threading::DISABLED)) {
-  registerDynbDialects(*ctx_);
-  loadLoweringDialects(*ctx_);
-  // Users read these diagnostics, not compiler developers: no IR dumps, and
-  // no source excerpt for JSON, whose one line can be megabytes.
-  ctx_->printOpOnDiagnostic(false);
-  diagHandler_ = std::make_unique<SourceMgrDiagnosticHandler>(
-      sourceMgr_, ctx_.get(), diagnostics, [](Location loc) {
-        auto file = dyn_cast<FileLineColLoc>(loc);
-        return !file || file.getFilename().strref().ends_with(".mlir");
-      });
-  // Locations made by the JSON importer name the instance and node in a
-  // NameLoc around file:line:col; print them as `file:line:col: error:
-  // instance 3, node 17 (call): ...` (the source handler would drop the
-  // name, and quote a JSON line that can be megabytes long). Locations in
-  // .mlir files fall through to the source manager handler.
-  jsonDiagHandler_ = std::make_unique<ScopedDiagnosticHandler>(
-      ctx_.get(), [&diagnostics](Diagnostic &diag) -> LogicalResult {
+/// Locations made by the JSON importer name the instance and node in a
+/// NameLoc around file:line:col; print them as `file:line:col: error:
+/// instance 3, node 17 (call): ...` (the source handler would drop the
+/// name, and quote a JSON line that can be megabytes long). Locations in
+/// .mlir files fall through to the source manager handler.
+static std::unique_ptr<ScopedDiagnosticHandler>
+attachJsonDiagnostics(MLIRContext &ctx, llvm::raw_ostream &diagnostics) {
+  return std::make_unique<ScopedDiagnosticHandler>(
+      &ctx, [&diagnostics](Diagnostic &diag) -> LogicalResult {
         auto name = dyn_cast<NameLoc>(diag.getLocation());
         auto file = name ? dyn_cast<FileLineColLoc>(name.getChildLoc())
                          : dyn_cast<FileLineColLoc>(diag.getLocation());
@@ -109,7 +105,23 @@ Session::Session(llvm::raw_ostream &diagnostics)
           print(note, "note");
         return success();
       });
-  kernels_ = std::make_unique<KernelCache>(*ctx_);
+}
+
+Session::Session(llvm::raw_ostream &diagnostics)
+    : diagnostics_(diagnostics),
+      ctx_(std::make_unique<MLIRContext>(MLIRContext::Threading::DISABLED)) {
+  registerDynbDialects(*ctx_);
+  loadLoweringDialects(*ctx_);
+  // Users read these diagnostics, not compiler developers: no IR dumps, and
+  // no source excerpt for JSON, whose one line can be megabytes.
+  ctx_->printOpOnDiagnostic(false);
+  diagHandler_ = std::make_unique<SourceMgrDiagnosticHandler>(
+      sourceMgr_, ctx_.get(), diagnostics, [](Location loc) {
+        auto file = dyn_cast<FileLineColLoc>(loc);
+        return !file || file.getFilename().strref().ends_with(".mlir");
+      });
+  jsonDiagHandler_ = attachJsonDiagnostics(*ctx_, diagnostics);
+  kernels_ = std::make_unique<KernelCache>();
 }
 
 Session::~Session() = default;
@@ -160,6 +172,8 @@ LogicalResult Session::checkLoaded() {
 }
 
 uint64_t Session::numInstances() {
+  if (stream_)
+    return stream_->numInstances();
   return llvm::range_size(module_->getOps<InstanceOp>());
 }
 
@@ -252,10 +266,16 @@ FailureOr<OwningOpRef<ModuleOp>> Session::batch(BatchingStrategy strategy,
 
 FailureOr<SmallVector<ScheduleOp>>
 Session::addSchedules(BatchingStrategy strategy, int64_t batchSize) {
-  if (failed(runBatchPass(*module_, strategy, batchSize,
+  return addSchedulesTo(*module_, strategy, batchSize);
+}
+
+FailureOr<SmallVector<ScheduleOp>>
+Session::addSchedulesTo(ModuleOp module, BatchingStrategy strategy,
+                        int64_t batchSize) {
+  if (failed(runBatchPass(module, strategy, batchSize,
                           /*keepInstances=*/true, /*verifyAfter=*/false)))
     return failure();
-  SmallVector<ScheduleOp> schedules(module_->getOps<ScheduleOp>());
+  SmallVector<ScheduleOp> schedules(module.getOps<ScheduleOp>());
   for (ScheduleOp s : schedules)
     if (failed(verify(s)))
       return failure();
@@ -267,9 +287,13 @@ FailureOr<StackedOutputs> Session::runReference() {
     emitError(module_->getLoc()) << llvm::toString(std::move(e));
     return failure();
   }
-  ReferenceInterpreter interp(*module_, params_);
+  return referenceOf(*module_);
+}
+
+FailureOr<StackedOutputs> Session::referenceOf(ModuleOp module) {
+  ReferenceInterpreter interp(module, params_);
   StackedOutputs out;
-  for (InstanceOp inst : module_->getOps<InstanceOp>()) {
+  for (InstanceOp inst : module.getOps<InstanceOp>()) {
     FailureOr<std::vector<std::vector<float>>> r = interp.run(inst);
     if (failed(r))
       return failure();
@@ -284,21 +308,15 @@ FailureOr<StackedOutputs> Session::runReference() {
   return out;
 }
 
-FailureOr<RunResult> Session::run(const RunOptions &options) {
-  if (llvm::Error e = checkParams()) {
-    emitError(module_->getLoc()) << llvm::toString(std::move(e));
-    return failure();
-  }
-  RunResult result;
-  result.strategy = options.strategy;
-  result.instances = numInstances();
-
+FailureOr<std::vector<rt::Plan>> Session::buildPlans(ModuleOp module,
+                                                     const RunOptions &options,
+                                                     RunResult &result) {
   auto t0 = std::chrono::steady_clock::now();
   FailureOr<SmallVector<ScheduleOp>> schedules =
-      addSchedules(options.strategy, options.batchSize);
+      addSchedulesTo(module, options.strategy, options.batchSize);
   if (failed(schedules))
     return failure();
-  result.scheduleSeconds = secondsSince(t0);
+  result.scheduleSeconds += secondsSince(t0);
   // The schedules are only needed until their plans are built.
   auto eraseSchedules = llvm::make_scope_exit([&] {
     for (ScheduleOp s : *schedules)
@@ -318,7 +336,20 @@ FailureOr<RunResult> Session::run(const RunOptions &options) {
         s->getAttrOfType<IntegerAttr>("dynb.lower_bound").getInt();
     plans.push_back(std::move(*plan));
   }
-  result.batches = plans.size();
+  result.batches += plans.size();
+  double jit = kernels_->stats().jitSeconds - before.jitSeconds;
+  result.jitSeconds += jit;
+  result.modulesCompiled += kernels_->stats().compiled - before.compiled;
+  result.planSeconds += secondsSince(t0) - jit;
+  result.paramBytes = int64_t(paramBytes(*module_));
+  for (const rt::Plan &plan : plans)
+    result.peakLiveBytes =
+        std::max(result.peakLiveBytes, rt::peakLiveBytes(plan));
+  return plans;
+}
+
+LogicalResult Session::checkPlanMemory(const std::vector<rt::Plan> &plans,
+                                       uint64_t firstBatch, Location loc) {
   // Checked before the executor allocates anything: the arena grows to the
   // largest plan.
   int64_t largest = 0;
@@ -329,82 +360,238 @@ FailureOr<RunResult> Session::run(const RunOptions &options) {
       largestIndex = i;
     }
   uint64_t needed = paramBytes(*module_) + uint64_t(largest);
-  if (limits_.maxMemoryBytes && needed > limits_.maxMemoryBytes) {
-    emitError(module_->getLoc())
-        << "batch " << largestIndex << " needs " << gib(largest)
-        << " of buffers (" << gib(needed) << " with the parameters), more "
-        << "than the --max-memory limit of " << gib(limits_.maxMemoryBytes)
-        << "; use a smaller --batch-size or raise --max-memory";
-    return failure();
-  }
-  result.paramBytes = int64_t(paramBytes(*module_));
-  for (const rt::Plan &plan : plans)
-    result.peakLiveBytes =
-        std::max(result.peakLiveBytes, rt::peakLiveBytes(plan));
-  result.residentAfterPlans = residentBytes();
-  result.jitSeconds = kernels_->stats().jitSeconds - before.jitSeconds;
-  result.modulesCompiled = kernels_->stats().compiled - before.compiled;
-  result.planSeconds = secondsSince(t0) - result.jitSeconds;
+  if (limits_.maxMemoryBytes && needed > limits_.maxMemoryBytes)
+    return emitError(loc)
+           << "batch " << firstBatch + largestIndex << " needs " << gib(largest)
+           << " of buffers (" << gib(needed)
+           << " with the parameters), more than the --max-memory limit of "
+           << gib(limits_.maxMemoryBytes)
+           << "; use a smaller --batch-size or raise --max-memory";
+  return success();
+}
 
-  rt::ExecutorOptions exOpts;
-  exOpts.numThreads = options.threads;
-  exOpts.profile = options.profile;
-  rt::Executor executor(params_, exOpts);
-  for (const rt::Plan &plan : plans) {
-    rt::Status s = executor.validate(plan);
-    if (!s.isOk()) {
-      emitError(module_->getLoc()) << "invalid plan: " << s.message();
-      return failure();
+namespace {
+/// What a run does with its executor, shared by the whole-input and the
+/// streamed flow: validation, the warm-up pass that collects outputs, and
+/// the timed passes.
+class PlanRunner {
+public:
+  PlanRunner(const rt::ParameterStore &params, const RunOptions &options,
+             RunResult &result)
+      : executor(params, executorOptions(options)), result(result) {}
+
+  LogicalResult validate(const std::vector<rt::Plan> &plans, Location loc) {
+    for (const rt::Plan &plan : plans) {
+      rt::Status s = executor.validate(plan);
+      if (!s.isOk())
+        return emitError(loc) << "invalid plan: " << s.message();
     }
+    return success();
   }
-  // Warm-up pass: also collects the outputs.
-  for (const rt::Plan &plan : plans) {
-    rt::Status s = executor.run(plan);
-    if (!s.isOk()) {
-      emitError(module_->getLoc()) << "run failed: " << s.message();
+  /// Runs `plan` once and appends its outputs to `out`.
+  LogicalResult runCollecting(const rt::Plan &plan, StackedOutputs &out,
+                              uint64_t reserveInstances, Location loc) {
+    if (failed(runOnce(plan, loc)))
       return failure();
-    }
-    if (result.outputs.values.empty()) {
+    if (out.values.empty()) {
       // Reserved once: growing by doubling would make resident memory jump
       // in the middle of a long run.
-      result.outputs.values.resize(plan.outputs.size());
+      out.values.resize(plan.outputs.size());
       for (auto [p, r] : llvm::enumerate(plan.outputs)) {
-        result.outputs.widths.push_back(r.cols);
-        result.outputs.values[p].reserve(result.instances * r.cols);
+        out.widths.push_back(r.cols);
+        out.values[p].reserve(reserveInstances * r.cols);
       }
     }
-    std::vector<float> buf;
     for (size_t p = 0; p < plan.outputs.size(); ++p) {
-      executor.copyOutput(plan, p, buf);
-      llvm::append_range(result.outputs.values[p], buf);
+      executor.copyOutput(plan, p, buffer);
+      llvm::append_range(out.values[p], buffer);
     }
+    return success();
+  }
+  LogicalResult runOnce(const rt::Plan &plan, Location loc) {
+    rt::Status s = executor.run(plan);
+    if (!s.isOk())
+      return emitError(loc) << "run failed: " << s.message();
+    return success();
+  }
+  void beginTimed() { beforeTimed = executor.stats(); }
+  /// Adds what the executor counted since beginTimed to the result.
+  void endTimed() {
+    const rt::ExecutorStats &after = executor.stats();
+    result.arenaBytes = after.arenaCapacityBytes;
+    result.profile.gather += after.gatherSeconds - beforeTimed.gatherSeconds;
+    result.profile.gemm += after.gemmSeconds - beforeTimed.gemmSeconds;
+    result.profile.kernel += after.kernelSeconds - beforeTimed.kernelSeconds;
+    result.profile.gemmFlops += after.gemmFlops - beforeTimed.gemmFlops;
+    result.profile.map += after.mapSeconds - beforeTimed.mapSeconds;
+    result.profile.convFlops += after.convFlops - beforeTimed.convFlops;
+    result.dispatchGemmFlops +=
+        after.dispatchGemmFlops - beforeTimed.dispatchGemmFlops;
+    result.dispatchParamBytes +=
+        after.dispatchParamBytes - beforeTimed.dispatchParamBytes;
+  }
+
+private:
+  static rt::ExecutorOptions executorOptions(const RunOptions &options) {
+    rt::ExecutorOptions exOpts;
+    exOpts.numThreads = options.threads;
+    exOpts.profile = options.profile;
+    return exOpts;
+  }
+
+  rt::Executor executor;
+  RunResult &result;
+  rt::ExecutorStats beforeTimed;
+  std::vector<float> buffer;
+};
+} // namespace
+
+FailureOr<RunResult> Session::run(const RunOptions &options) {
+  if (llvm::Error e = checkParams()) {
+    emitError(module_->getLoc()) << llvm::toString(std::move(e));
+    return failure();
+  }
+  if (streaming())
+    return runStreamed(options);
+  RunResult result;
+  result.strategy = options.strategy;
+  result.instances = numInstances();
+
+  FailureOr<std::vector<rt::Plan>> plans =
+      buildPlans(*module_, options, result);
+  if (failed(plans) || failed(checkPlanMemory(*plans, 0, module_->getLoc())))
+    return failure();
+  result.residentAfterPlans = residentBytes();
+  result.sampleAnonymous();
+
+  Location loc = module_->getLoc();
+  PlanRunner runner(params_, options, result);
+  if (failed(runner.validate(*plans, loc)))
+    return failure();
+  // Warm-up pass: also collects the outputs.
+  for (const rt::Plan &plan : *plans) {
+    if (failed(
+            runner.runCollecting(plan, result.outputs, result.instances, loc)))
+      return failure();
     result.residentAfterBatch.push_back(residentBytes());
+    result.sampleAnonymous();
   }
   for (const std::vector<float> &v : result.outputs.values)
     result.outputBytes += int64_t(v.size() * sizeof(float));
-  rt::ExecutorStats beforeTimed = executor.stats();
+  runner.beginTimed();
   for (unsigned r = 0; r < options.repeat; ++r) {
     auto start = std::chrono::steady_clock::now();
-    for (const rt::Plan &plan : plans) {
-      rt::Status s = executor.run(plan);
-      if (!s.isOk()) {
-        emitError(module_->getLoc()) << "run failed: " << s.message();
+    for (const rt::Plan &plan : *plans)
+      if (failed(runner.runOnce(plan, loc)))
         return failure();
-      }
-    }
     result.passSeconds.push_back(secondsSince(start));
   }
-  const rt::ExecutorStats &after = executor.stats();
-  result.arenaBytes = after.arenaCapacityBytes;
-  result.profile.gather = after.gatherSeconds - beforeTimed.gatherSeconds;
-  result.profile.gemm = after.gemmSeconds - beforeTimed.gemmSeconds;
-  result.profile.kernel = after.kernelSeconds - beforeTimed.kernelSeconds;
-  result.profile.gemmFlops = after.gemmFlops - beforeTimed.gemmFlops;
-  result.profile.map = after.mapSeconds - beforeTimed.mapSeconds;
-  result.profile.convFlops = after.convFlops - beforeTimed.convFlops;
-  result.dispatchGemmFlops =
-      after.dispatchGemmFlops - beforeTimed.dispatchGemmFlops;
-  result.dispatchParamBytes =
-      after.dispatchParamBytes - beforeTimed.dispatchParamBytes;
+  runner.endTimed();
+  return result;
+}
+
+LogicalResult Session::openStream(StringRef path) {
+  if (path.ends_with(".mlir") || path.ends_with(".json") || path == "-")
+    return emitError(UnknownLoc::get(ctx_.get()))
+           << "--stream reads a JSON Lines file (.jsonl, "
+              "docs/interchange.md), not '"
+           << path << "'";
+  ImportLimits importLimits;
+  importLimits.maxNodes = limits_.maxNodes;
+  stream_ = JsonLinesStream::open(path, *ctx_, importLimits);
+  if (!stream_)
+    return failure();
+  module_ = stream_->takeModel();
+  return checkLoaded();
+}
+
+namespace {
+/// A context for one streamed batch, with the session's diagnostics: the
+/// batch's locations, types and attributes (gather rows, embedding indices)
+/// go when it goes.
+struct BatchContext {
+  std::unique_ptr<MLIRContext> ctx;
+  std::unique_ptr<ScopedDiagnosticHandler> handler;
+};
+} // namespace
+
+FailureOr<RunResult> Session::runStreamed(const RunOptions &options) {
+  RunResult result;
+  result.strategy = options.strategy;
+  result.instances = stream_->numInstances();
+  if (failed(stream_->rewind(*ctx_)))
+    return failure();
+  PlanRunner runner(params_, options, result);
+  result.passSeconds.assign(options.repeat, 0.0);
+  // batchSize 0 reads every instance as one batch, as the whole-input run
+  // batches them.
+  size_t perBatch = size_t(std::max<int64_t>(options.batchSize, 0));
+  uint64_t firstInstance = 0;
+  for (uint64_t batch = 0;; ++batch) {
+    BatchContext context;
+    context.ctx = std::make_unique<MLIRContext>(
+        ctx_->getDialectRegistry(), MLIRContext::Threading::DISABLED);
+    context.ctx->printOpOnDiagnostic(false);
+    context.handler = attachJsonDiagnostics(*context.ctx, diagnostics_);
+    FailureOr<OwningOpRef<ModuleOp>> module =
+        stream_->next(*context.ctx, perBatch);
+    if (failed(module))
+      return failure();
+    if (!*module)
+      break;
+    ModuleOp batchModule = **module;
+    Location loc = batchModule.getLoc();
+    uint64_t read = llvm::range_size(batchModule.getOps<InstanceOp>());
+    std::optional<StackedOutputs> reference;
+    if (options.check) {
+      auto t0 = std::chrono::steady_clock::now();
+      FailureOr<StackedOutputs> ref = referenceOf(batchModule);
+      if (failed(ref))
+        return failure();
+      result.referenceSeconds += secondsSince(t0);
+      reference = std::move(*ref);
+    }
+    FailureOr<std::vector<rt::Plan>> plans =
+        buildPlans(batchModule, options, result);
+    if (failed(plans) || failed(checkPlanMemory(*plans, batch, loc)) ||
+        failed(runner.validate(*plans, loc)))
+      return failure();
+    if (batch == 0)
+      result.residentAfterPlans = residentBytes();
+    result.sampleAnonymous();
+    // The warm-up run of each plan collects its outputs; the timed passes
+    // then repeat the plan while its batch is loaded.
+    StackedOutputs batchOutputs;
+    for (const rt::Plan &plan : *plans)
+      if (failed(runner.runCollecting(plan, batchOutputs, read, loc)))
+        return failure();
+    if (reference)
+      accumulateComparison(
+          result.comparison,
+          compareOutputs(*reference, batchOutputs, options.atol, options.rtol),
+          int64_t(firstInstance));
+    if (result.outputs.values.empty()) {
+      result.outputs.widths = batchOutputs.widths;
+      result.outputs.values.resize(batchOutputs.values.size());
+      for (auto [p, width] : llvm::enumerate(batchOutputs.widths))
+        result.outputs.values[p].reserve(result.instances * width);
+    }
+    for (auto [p, values] : llvm::enumerate(batchOutputs.values))
+      llvm::append_range(result.outputs.values[p], values);
+    result.residentAfterBatch.push_back(residentBytes());
+    result.sampleAnonymous();
+    runner.beginTimed();
+    for (unsigned r = 0; r < options.repeat; ++r) {
+      auto start = std::chrono::steady_clock::now();
+      for (const rt::Plan &plan : *plans)
+        if (failed(runner.runOnce(plan, loc)))
+          return failure();
+      result.passSeconds[r] += secondsSince(start);
+    }
+    runner.endTimed();
+    firstInstance += read;
+  }
+  for (const std::vector<float> &v : result.outputs.values)
+    result.outputBytes += int64_t(v.size() * sizeof(float));
   return result;
 }

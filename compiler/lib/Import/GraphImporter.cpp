@@ -16,11 +16,16 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 
 using namespace mlir;
 using namespace dynb;
@@ -43,6 +48,21 @@ public:
 
   OwningOpRef<ModuleOp> importDocument(StringRef text);
   OwningOpRef<ModuleOp> importLines(StringRef text);
+
+  /// One non-blank line of a JSON Lines file: the model header when
+  /// `header`, else an instance, appended to the module.
+  LogicalResult importLine(StringRef line, unsigned lineNo, bool header);
+  /// The module being imported into, also after releaseModule.
+  ModuleOp currentModule() { return target; }
+  OwningOpRef<ModuleOp> releaseModule() { return std::move(module); }
+  /// Continues numbering instances and counting nodes from an earlier
+  /// importer's place in the same file (after the model is imported).
+  void resumeAt(size_t instanceIndex, uint64_t instanceNodes) {
+    numInstances = instanceIndex;
+    numNodes = numModelNodes + instanceNodes;
+  }
+  size_t instancesImported() const { return numInstances; }
+  uint64_t instanceNodes() const { return numNodes - numModelNodes; }
 
 private:
   /// Where something is: file:line plus a description of the place.
@@ -78,11 +98,14 @@ private:
   std::string fileName;
   OpBuilder b;
   OwningOpRef<ModuleOp> module;
+  ModuleOp target;
   llvm::StringMap<RankedTensorType> params;
   llvm::StringMap<func::FuncOp> modules;
   size_t numInstances = 0;
   ImportLimits limits;
   uint64_t numNodes = 0;
+  /// The model's share of numNodes.
+  uint64_t numModelNodes = 0;
 };
 
 } // namespace
@@ -118,6 +141,7 @@ JsonImporter::paramType(StringRef name, Location loc, StringRef role) {
 
 LogicalResult JsonImporter::beginModule(unsigned line) {
   module = ModuleOp::create(FileLineColLoc::get(&ctx, fileName, line, 1));
+  target = *module;
   b.setInsertionPointToEnd(module->getBody());
   return success();
 }
@@ -183,16 +207,22 @@ LogicalResult JsonImporter::importNodes(
   Type f32 = b.getF32Type();
   unsigned argIndex = 0;
   for (auto [i, nv] : llvm::enumerate(nodes)) {
-    Location loc = place(line, where + llvm::formatv(", node {0}", i));
+    // Locations are uniqued in the context for its lifetime, so a node gets
+    // one (named with its op) and the op-less name is made only for errors:
+    // a streamed run would otherwise keep two per node it ever read.
+    auto bareLoc = [&] {
+      return place(line, where + llvm::formatv(", node {0}", i));
+    };
     if (limits.maxNodes && ++numNodes > limits.maxNodes)
-      return error(loc) << "the input has more than " << limits.maxNodes
-                        << " nodes, the --max-nodes limit; raise it to read "
-                           "this file";
+      return error(bareLoc())
+             << "the input has more than " << limits.maxNodes
+             << " nodes, the --max-nodes limit; raise it to read this file";
     const json::Object *o = nv.getAsObject();
     std::optional<StringRef> opName = o ? o->getString("op") : std::nullopt;
     if (!opName)
-      return error(loc) << "a node must be an object with a string 'op'";
-    loc = place(line, where + llvm::formatv(", node {0} ({1})", i, *opName));
+      return error(bareLoc()) << "a node must be an object with a string 'op'";
+    Location loc =
+        place(line, where + llvm::formatv(", node {0} ({1})", i, *opName));
 
     SmallVector<Value, 4> inputs;
     if (const json::Value *in = o->get("inputs")) {
@@ -452,6 +482,7 @@ LogicalResult JsonImporter::importModel(const json::Object &model,
   for (auto [i, m] : llvm::enumerate(*ms))
     if (failed(importModule(m, i, line)))
       return failure();
+  numModelNodes = numNodes;
   return success();
 }
 
@@ -497,6 +528,26 @@ OwningOpRef<ModuleOp> JsonImporter::importDocument(StringRef text) {
   return std::move(module);
 }
 
+LogicalResult JsonImporter::importLine(StringRef line, unsigned lineNo,
+                                       bool header) {
+  Location loc = FileLineColLoc::get(&ctx, fileName, lineNo, 1);
+  llvm::Expected<json::Value> v = json::parse(line);
+  if (!v)
+    return emitError(loc) << "invalid JSON on line " << lineNo << ": "
+                          << llvm::toString(v.takeError());
+  const json::Object *o = v->getAsObject();
+  if (!o)
+    return emitError(loc) << "each line must be a JSON object";
+  if (!header)
+    return importInstance(*v, numInstances, lineNo);
+  if (failed(checkVersion(*o, loc)) || failed(beginModule(lineNo)))
+    return failure();
+  const json::Object *model = o->getObject("model");
+  if (!model)
+    return emitError(loc) << "the first line needs an object 'model'";
+  return importModel(*model, lineNo);
+}
+
 OwningOpRef<ModuleOp> JsonImporter::importLines(StringRef text) {
   unsigned lineNo = 0;
   bool haveHeader = false;
@@ -506,33 +557,9 @@ OwningOpRef<ModuleOp> JsonImporter::importLines(StringRef text) {
     ++lineNo;
     if (line.trim().empty())
       continue;
-    Location loc = FileLineColLoc::get(&ctx, fileName, lineNo, 1);
-    llvm::Expected<json::Value> v = json::parse(line);
-    if (!v) {
-      emitError(loc) << "invalid JSON on line " << lineNo << ": "
-                     << llvm::toString(v.takeError());
+    if (failed(importLine(line, lineNo, /*header=*/!haveHeader)))
       return nullptr;
-    }
-    const json::Object *o = v->getAsObject();
-    if (!o) {
-      emitError(loc) << "each line must be a JSON object";
-      return nullptr;
-    }
-    if (!haveHeader) {
-      haveHeader = true;
-      if (failed(checkVersion(*o, loc)) || failed(beginModule(lineNo)))
-        return nullptr;
-      const json::Object *model = o->getObject("model");
-      if (!model) {
-        emitError(loc) << "the first line needs an object 'model'";
-        return nullptr;
-      }
-      if (failed(importModel(*model, lineNo)))
-        return nullptr;
-      continue;
-    }
-    if (failed(importInstance(*v, numInstances, lineNo)))
-      return nullptr;
+    haveHeader = true;
   }
   if (!haveHeader) {
     emitError(FileLineColLoc::get(&ctx, fileName, 1, 1)) << "the file is empty";
@@ -617,4 +644,162 @@ OwningOpRef<ModuleOp> dynb::importGraphFile(StringRef path, MLIRContext &ctx,
     return module;
   }
   return importJsonGraphs(path, (*buf)->getBuffer(), ctx, limits);
+}
+
+struct JsonLinesStream::Impl {
+  Impl(StringRef path, const ImportLimits &limits)
+      : path(path.str()), limits(limits) {}
+
+  /// The next non-blank line, or false at the end of the file.
+  bool readLine(std::string &line) {
+    while (std::getline(file, line)) {
+      ++lineNo;
+      if (!StringRef(line).trim().empty())
+        return true;
+    }
+    return false;
+  }
+  /// The whole-file reader's checks, made on one line.
+  LogicalResult checkLine(MLIRContext &ctx, StringRef line) {
+    Location loc = FileLineColLoc::get(&ctx, path, lineNo, 1);
+    if (findExcessiveNesting(line, kMaxNestingDepth, /*lineComments=*/false))
+      return emitError(loc)
+             << "brackets nest deeper than " << kMaxNestingDepth
+             << " levels; no dynb input needs that, and parsers would "
+                "overflow the stack";
+    if (std::optional<DuplicateKey> dup = findDuplicateKey(line))
+      return emitError(loc) << "an object names the key '" << dup->key
+                            << "' twice; JSON leaves the meaning of that "
+                               "open, so dynb refuses it";
+    return success();
+  }
+  /// Outputs are stacked over the whole file, so every instance must return
+  /// what the file's first one does; batches are checked separately by the
+  /// batching pass, and are in contexts of their own, so the first
+  /// instance's types are kept as text.
+  LogicalResult checkOutputTypes(InstanceOp inst) {
+    std::vector<std::string> types;
+    for (Type t :
+         cast<OutputOp>(inst.getBody().front().back()).getValues().getTypes()) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      t.print(os);
+      types.push_back(std::move(text));
+    }
+    if (!firstOutputTypes) {
+      firstOutputTypes = std::move(types);
+      return success();
+    }
+    if (types == *firstOutputTypes)
+      return success();
+    return inst.emitOpError()
+           << "has outputs of other types than instance 0 ("
+           << llvm::join(types, ", ") << " against "
+           << llvm::join(*firstOutputTypes, ", ")
+           << "); outputs are stacked, so every instance must return the "
+              "same number and types";
+  }
+  /// Opens the file and reads up to the first instance line.
+  LogicalResult openAtFirstInstance(MLIRContext &ctx) {
+    file.close();
+    file.clear();
+    file.open(path, std::ios::binary);
+    lineNo = 0;
+    instancesRead = 0;
+    instanceNodes = 0;
+    firstOutputTypes.reset();
+    if (!file) {
+      emitError(UnknownLoc::get(&ctx))
+          << "cannot read '" << path << "': " << std::strerror(errno);
+      return failure();
+    }
+    if (!readLine(header)) {
+      emitError(FileLineColLoc::get(&ctx, path, 1, 1)) << "the file is empty";
+      return failure();
+    }
+    headerLine = lineNo;
+    return success();
+  }
+  /// A module in `ctx` holding the model, and the importer that made it.
+  std::unique_ptr<JsonImporter> importModel(MLIRContext &ctx) {
+    registerDynbDialects(ctx);
+    auto importer = std::make_unique<JsonImporter>(path, ctx, limits);
+    if (failed(importer->importLine(header, headerLine, /*header=*/true)) ||
+        failed(verify(importer->currentModule())))
+      return nullptr;
+    return importer;
+  }
+
+  std::string path;
+  ImportLimits limits;
+  std::ifstream file;
+  std::string header;
+  unsigned lineNo = 0, headerLine = 0;
+  uint64_t instanceLines = 0;
+  size_t instancesRead = 0;
+  uint64_t instanceNodes = 0;
+  OwningOpRef<ModuleOp> model;
+  std::optional<std::vector<std::string>> firstOutputTypes;
+};
+
+JsonLinesStream::JsonLinesStream(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+JsonLinesStream::~JsonLinesStream() = default;
+
+std::unique_ptr<JsonLinesStream>
+JsonLinesStream::open(StringRef path, MLIRContext &ctx,
+                      const ImportLimits &limits) {
+  registerDynbDialects(ctx);
+  auto impl = std::make_unique<Impl>(path, limits);
+  if (failed(impl->openAtFirstInstance(ctx)) ||
+      failed(impl->checkLine(ctx, impl->header)))
+    return nullptr;
+  std::unique_ptr<JsonImporter> importer = impl->importModel(ctx);
+  if (!importer)
+    return nullptr;
+  impl->model = importer->releaseModule();
+  // Counted up front so that a run can size its outputs and say how many
+  // instances it reads; only line breaks are looked at.
+  std::string line;
+  while (impl->readLine(line))
+    ++impl->instanceLines;
+  if (failed(impl->openAtFirstInstance(ctx)))
+    return nullptr;
+  return std::unique_ptr<JsonLinesStream>(new JsonLinesStream(std::move(impl)));
+}
+
+OwningOpRef<ModuleOp> JsonLinesStream::takeModel() {
+  return std::move(impl_->model);
+}
+
+uint64_t JsonLinesStream::numInstances() const { return impl_->instanceLines; }
+
+FailureOr<OwningOpRef<ModuleOp>> JsonLinesStream::next(MLIRContext &ctx,
+                                                       size_t maxInstances) {
+  std::string line;
+  if (!impl_->readLine(line))
+    return OwningOpRef<ModuleOp>();
+  std::unique_ptr<JsonImporter> importer = impl_->importModel(ctx);
+  if (!importer)
+    return failure();
+  importer->resumeAt(impl_->instancesRead, impl_->instanceNodes);
+  size_t count = 0;
+  do {
+    if (failed(impl_->checkLine(ctx, line)) ||
+        failed(importer->importLine(line, impl_->lineNo, /*header=*/false)))
+      return failure();
+    ++count;
+  } while ((maxInstances == 0 || count < maxInstances) &&
+           impl_->readLine(line));
+  impl_->instancesRead = importer->instancesImported();
+  impl_->instanceNodes = importer->instanceNodes();
+  OwningOpRef<ModuleOp> module = importer->releaseModule();
+  for (InstanceOp inst : module->getOps<InstanceOp>())
+    if (failed(verify(inst)) || failed(impl_->checkOutputTypes(inst)))
+      return failure();
+  return module;
+}
+
+LogicalResult JsonLinesStream::rewind(MLIRContext &ctx) {
+  return impl_->openAtFirstInstance(ctx);
 }

@@ -11,8 +11,7 @@
 using namespace mlir;
 using namespace dynb;
 
-KernelCache::KernelCache(MLIRContext &ctx)
-    : ctx_(ctx), scratch_(ModuleOp::create(UnknownLoc::get(&ctx))) {}
+KernelCache::KernelCache() = default;
 KernelCache::~KernelCache() = default;
 
 static std::string printedKey(func::FuncOp fn) {
@@ -27,13 +26,17 @@ static RankedTensorType dropBatch(Type t) {
   return RankedTensorType::get(r.getShape().drop_front(), r.getElementType());
 }
 
-FailureOr<func::FuncOp> KernelCache::wrapOp(Operation *op) {
+FailureOr<func::FuncOp> KernelCache::wrapOp(Operation *op,
+                                            OwningOpRef<ModuleOp> &holder) {
   SmallVector<Type> args, results;
   for (Type t : op->getOperandTypes())
     args.push_back(dropBatch(t));
   for (Type t : op->getResultTypes())
     results.push_back(dropBatch(t));
-  OpBuilder b = OpBuilder::atBlockEnd(scratch_->getBody());
+  // Built in the op's own context (a streamed batch has one of its own),
+  // in a module that lives as long as the caller needs the wrapper.
+  holder = ModuleOp::create(op->getLoc());
+  OpBuilder b = OpBuilder::atBlockEnd(holder->getBody());
   std::string name = "op_" + op->getName().stripDialect().str() + "_" +
                      std::to_string(entries_.size());
   auto fn = b.create<func::FuncOp>(op->getLoc(), name,
@@ -66,6 +69,9 @@ KernelCache::compile(func::FuncOp fn, std::string key, StringRef tag) {
   auto lowered = lowerModuleBody(fn, tag);
   if (failed(lowered) || failed(jitCompile(**lowered)))
     return failure();
+  // The kernels' IR is in the context of `fn`, which may be a streamed
+  // batch's and go before this cache does; the JIT's code does not need it.
+  (*lowered)->kernels = nullptr;
   stats_.jitSeconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -81,7 +87,8 @@ FailureOr<const LoweredModule *> KernelCache::getModule(func::FuncOp fn) {
 }
 
 FailureOr<const LoweredModule *> KernelCache::getOp(Operation *batchedOp) {
-  FailureOr<func::FuncOp> fn = wrapOp(batchedOp);
+  OwningOpRef<ModuleOp> holder;
+  FailureOr<func::FuncOp> fn = wrapOp(batchedOp, holder);
   if (failed(fn))
     return failure();
   // The wrapper's name differs per call; key on the op alone.
@@ -91,7 +98,6 @@ FailureOr<const LoweredModule *> KernelCache::getOp(Operation *batchedOp) {
   auto it = entries_.find(key);
   if (it != entries_.end()) {
     ++stats_.hits;
-    fn->erase();
     return it->second.get();
   }
   fn->setName(name);
@@ -126,7 +132,8 @@ KernelCache::lowerOnly(Operation *op) {
     (*lowered)->header = os.str();
     return lowered;
   }
-  FailureOr<func::FuncOp> fn = wrapOp(op);
+  OwningOpRef<ModuleOp> holder;
+  FailureOr<func::FuncOp> fn = wrapOp(op, holder);
   if (failed(fn))
     return failure();
   return lowerModuleBody(*fn, fn->getName());

@@ -28,6 +28,11 @@ struct Comparison {
 Comparison compareOutputs(const StackedOutputs &ref, const StackedOutputs &got,
                           double atol, double rtol);
 
+/// Folds the comparison of a batch whose first instance is `firstInstance`
+/// into `total`, the comparison of the batches before it.
+void accumulateComparison(Comparison &total, const Comparison &batch,
+                          int64_t firstInstance);
+
 } // namespace dynb
 
 #endif // DYNB_DRIVER_OUTPUTS_H

@@ -13,6 +13,7 @@
 #include "dynb/Batching/Scheduler.h"
 #include "dynb/Driver/Outputs.h"
 #include "dynb/Import/ClevrImporter.h"
+#include "dynb/Import/GraphImporter.h"
 #include "dynb/JIT/KernelCache.h"
 #include "dynb/Lowering/PlanBuilder.h"
 #include "dynb/Runtime/ParameterStore.h"
@@ -41,6 +42,11 @@ struct RunOptions {
   unsigned threads = 0;
   /// Time the runtime's steps by kind during the timed passes.
   bool profile = false;
+  /// Streamed runs only (Session::openStream): run the reference on each
+  /// batch and compare, with these tolerances, into RunResult::comparison
+  /// (a streamed run keeps no instance for runReference afterwards).
+  bool check = false;
+  double atol = 0, rtol = 0;
 };
 
 /// Where the timed passes spent their time, by step kind (seconds summed
@@ -79,7 +85,17 @@ struct RunResult {
   /// Resident memory when the plans are built and before the executor
   /// allocates: the graphs, their schedules and plans, the JIT's code.
   int64_t residentAfterPlans = 0;
+  /// The most anonymous (private: heap, arena, JIT code, not the libraries'
+  /// file-backed pages) resident memory seen at the points where a run's
+  /// memory is highest: once the plans are built and after each batch's
+  /// first run. Linux keeps no peak of it, so it is sampled.
+  int64_t peakAnonymousSampled = 0;
+  void sampleAnonymous();
   StackedOutputs outputs;
+  /// With RunOptions::check on a streamed run: every batch against the
+  /// reference, and the reference's time.
+  Comparison comparison;
+  double referenceSeconds = 0;
 
   double medianPassSeconds() const;
 };
@@ -106,6 +122,15 @@ public:
 
   /// Reads graphs (see importGraphFile); diagnostics go to stderr.
   mlir::LogicalResult loadGraphs(llvm::StringRef path);
+  /// Opens a JSON Lines file for streamed runs: only the model is read now;
+  /// each run() reads, plans and runs one batch of instances at a time and
+  /// lets go of it before the next, so memory holds one batch's graphs and
+  /// plan (the timed passes repeat each batch's plan in place). Outputs
+  /// are kept for every instance. module() then holds the model and the
+  /// current batch; runReference() is not available (use
+  /// RunOptions::check).
+  mlir::LogicalResult openStream(llvm::StringRef path);
+  bool streaming() const { return stream_ != nullptr; }
   /// The same from interchange JSON in memory; `name` is used in locations.
   mlir::LogicalResult loadJsonGraphs(llvm::StringRef name,
                                      llvm::StringRef text);
@@ -138,12 +163,27 @@ private:
   llvm::Error checkParams();
   /// What the runtime path needs of a loaded module beyond the verifier.
   mlir::LogicalResult checkLoaded();
+  mlir::FailureOr<RunResult> runStreamed(const RunOptions &options);
+  mlir::FailureOr<llvm::SmallVector<ScheduleOp>>
+  addSchedulesTo(mlir::ModuleOp module, BatchingStrategy strategy,
+                 int64_t batchSize);
+  mlir::FailureOr<StackedOutputs> referenceOf(mlir::ModuleOp module);
+  /// Makes the plans of `module`'s instances (schedules added and erased
+  /// again), adding their counts to `result`.
+  mlir::FailureOr<std::vector<rt::Plan>> buildPlans(mlir::ModuleOp module,
+                                                    const RunOptions &options,
+                                                    RunResult &result);
+  /// The memory check made before the executor allocates.
+  mlir::LogicalResult checkPlanMemory(const std::vector<rt::Plan> &plans,
+                                      uint64_t firstBatch, mlir::Location loc);
 
+  llvm::raw_ostream &diagnostics_;
   std::unique_ptr<mlir::MLIRContext> ctx_;
   llvm::SourceMgr sourceMgr_;
   std::unique_ptr<mlir::SourceMgrDiagnosticHandler> diagHandler_;
   std::unique_ptr<mlir::ScopedDiagnosticHandler> jsonDiagHandler_;
   mlir::OwningOpRef<mlir::ModuleOp> module_;
+  std::unique_ptr<JsonLinesStream> stream_;
   rt::ParameterStore params_;
   std::unique_ptr<KernelCache> kernels_;
   SessionLimits limits_;
@@ -154,6 +194,9 @@ private:
 int64_t peakResidentBytes();
 /// Current resident memory of this process, bytes (0 where unknown).
 int64_t residentBytes();
+/// Its anonymous part (RssAnon): what the process allocated, without the
+/// pages of its libraries and other mapped files.
+int64_t residentAnonymousBytes();
 
 } // namespace dynb
 

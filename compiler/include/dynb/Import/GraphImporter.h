@@ -6,6 +6,8 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <memory>
+
 namespace llvm {
 class SourceMgr;
 }
@@ -32,6 +34,44 @@ importGraphFile(llvm::StringRef path, mlir::MLIRContext &ctx,
 mlir::OwningOpRef<mlir::ModuleOp>
 importJsonGraphs(llvm::StringRef name, llvm::StringRef text,
                  mlir::MLIRContext &ctx, const ImportLimits &limits = {});
+
+/// Reads a JSON Lines file (docs/interchange.md) a batch of instances at a
+/// time, so that a run holds one batch's graphs rather than the file's. Each
+/// batch comes as a module of its own, in a context the caller chooses: a
+/// context lives as long as the process and keeps every location, type and
+/// attribute ever made in it, so a long run reads each batch into a fresh
+/// context and drops it afterwards. Errors are located at the file, the
+/// line, the instance and the node as in importGraphFile, and each line
+/// gets the same checks (nesting, duplicate keys, the verifier).
+class JsonLinesStream {
+public:
+  ~JsonLinesStream();
+  JsonLinesStream(const JsonLinesStream &) = delete;
+  JsonLinesStream &operator=(const JsonLinesStream &) = delete;
+
+  /// Opens `path` and imports its model (first line) into `ctx`; null,
+  /// after a diagnostic, when the file cannot be read or the model is bad.
+  static std::unique_ptr<JsonLinesStream> open(llvm::StringRef path,
+                                               mlir::MLIRContext &ctx,
+                                               const ImportLimits &limits = {});
+
+  /// The model as imported by open(), without instances (once).
+  mlir::OwningOpRef<mlir::ModuleOp> takeModel();
+  /// The model and the next up to `maxInstances` instances (0: all that are
+  /// left) as a new module in `ctx`; a null module at the end of the file.
+  mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+  next(mlir::MLIRContext &ctx, size_t maxInstances);
+  /// Back to the first instance, for another pass over the file (errors
+  /// go to `ctx`).
+  mlir::LogicalResult rewind(mlir::MLIRContext &ctx);
+  /// Non-blank instance lines in the file, counted on open.
+  uint64_t numInstances() const;
+
+private:
+  struct Impl;
+  explicit JsonLinesStream(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
 
 /// The registry of dialects dynb's tools load.
 void registerDynbDialects(mlir::MLIRContext &ctx);

@@ -21,10 +21,11 @@ struct KernelCacheStats {
 /// Lowered, JIT-compiled modules keyed by their printed body (so two modules
 /// that compute the same thing share code, and a new batch of differently
 /// shaped trees compiles nothing). The batch size is a runtime argument of
-/// every kernel, so one entry serves every group size.
+/// every kernel, so one entry serves every group size. Modules may come from
+/// any context, and keep nothing of it once compiled.
 class KernelCache {
 public:
-  explicit KernelCache(mlir::MLIRContext &ctx);
+  KernelCache();
   ~KernelCache();
 
   /// The compiled form of module `fn`.
@@ -40,15 +41,15 @@ public:
   const KernelCacheStats &stats() const { return stats_; }
 
 private:
-  mlir::FailureOr<mlir::func::FuncOp> wrapOp(mlir::Operation *batchedOp);
+  /// `batchedOp` as a module of one op, in a new module put in `holder`.
+  mlir::FailureOr<mlir::func::FuncOp>
+  wrapOp(mlir::Operation *batchedOp, mlir::OwningOpRef<mlir::ModuleOp> &holder);
   mlir::FailureOr<const LoweredModule *> lookupOrCompile(mlir::func::FuncOp fn,
                                                          llvm::StringRef tag);
   /// Lowers and JIT-compiles `fn` and stores it under `key`.
   mlir::FailureOr<const LoweredModule *>
   compile(mlir::func::FuncOp fn, std::string key, llvm::StringRef tag);
 
-  mlir::MLIRContext &ctx_;
-  mlir::OwningOpRef<mlir::ModuleOp> scratch_;
   llvm::StringMap<std::unique_ptr<LoweredModule>> entries_;
   KernelCacheStats stats_;
 };
