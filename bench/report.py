@@ -173,19 +173,26 @@ def treelstm_section(d, charts, plt):
                   ", ".join("%s %s" % (k, v) for k, v in m.items() if not isinstance(v, (list, dict))), ""]
     if d.get("scale"):
         lines += ["### Scale and memory", "",
-                  "The dev set and all of train (agenda, hdim 256, batch 256, one pass each). "
-                  "MiB of resident memory: peak, at dynbc's start, and what reading the graphs, "
-                  "planning (with the JIT) and running added; the floor is the parameters, the "
-                  "activations one batch holds live at once and every tree's output.", "",
-                  "| split | trees | trees/s | peak RSS | at start | graphs | plans + JIT | run "
-                  "| floor | used / floor |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "The dev set and all of train (agenda, hdim 256, batch 256, one pass each), "
+                  "reading the whole file first and streamed (`dynbc run --stream`: one batch's "
+                  "graphs and plan at a time). MiB of resident memory: peak, at dynbc's start, and "
+                  "what reading the graphs, planning (with the JIT) and running added; the floor is "
+                  "the parameters, the activations one batch holds live at once and every tree's "
+                  "output. 'anon' is anonymous memory only (without the library code pages that "
+                  "running touches), sampled after each batch.", "",
+                  "| input | split | trees | trees/s | peak RSS | at start | graphs | plans + JIT "
+                  "| run | floor | used / floor | anon used | anon / floor |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in d["scale"]:
-            lines.append("| %s | %d | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s |" % (
-                r["split"], r["instances"], rate(r["trees_per_second"]),
+            ratio = lambda x: "-" if x is None else "%.2fx" % x
+            lines.append("| %s | %s | %d | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s "
+                         "| %s | %s |" % (
+                r.get("input", "whole"), r["split"], r["instances"], rate(r["trees_per_second"]),
                 *(r[k] / 2**20 for k in ("peak_rss_bytes", "rss_start_bytes", "graphs_bytes",
                                          "plans_bytes", "run_bytes", "floor_bytes")),
-                "-" if r["over_floor"] is None else "%.1fx" % r["over_floor"]))
+                ratio(r["over_floor"]),
+                "-" if r.get("anon_used_bytes") is None else "%.0f" % (r["anon_used_bytes"] / 2**20),
+                ratio(r.get("anon_over_floor"))))
         lines.append("")
     lines += ["Headlines of that run:", ""] + ["- " + h for h in d.get("headlines", [])] + [""]
     return lines
