@@ -21,11 +21,14 @@ BUILD_DIR/bench (or --out); --quick writes clevr-quick.*.
 
 Unless --no-peers, each batch also runs through PyTorch
 (bench/peers/clevr_torch.py, Debian's python3-torch): the script writes
-seeded weights and features as safetensors, dynbc (agenda) writes its
-answer scores with them, and the two peers (eager: one question at a time,
-module by module; by level: one batched call a depth and token) must match
-those before their time counts (one timed pass for eager, --repeat for by
-level; whole forward pass).
+seeded weights, features and the stem's output on them (stem_out) as
+safetensors, dynbc (agenda) writes its answer scores and, with
+--modules-only, its roots' maps with them, and the two peers (eager: one
+question at a time, module by module; by level: one batched call a depth
+and token) must match those before their time counts (one timed pass for
+eager, --repeat for by level), once for the whole forward pass and once for
+the modules alone (from stem_out to each root's map, as dynbc's
+--modules-only: the time the seed paper's ">10x" is on).
 """
 
 import argparse
@@ -159,34 +162,48 @@ def fractions(args, point, rates):
 
 
 def peer_phase(args, b, qpath):
-    """PyTorch on the batch's own questions: seeded weights and features as
-    safetensors, dynb's answer scores with them (agenda), then each peer,
-    its outputs checked against dynb's before its time counts."""
-    params, ref = qpath + ".peer-params.safetensors", qpath + ".peer-dynb.npy"
-    run([PYTHON, PEER_SCRIPT, "params", qpath, params, "--seed", str(SEED)], "peer params")
-    cmd = [os.path.join(args.build, "bin", "dynbc"), "run", qpath, "--params", params,
-           "--strategy=agenda", "--output", ref]
+    """PyTorch on the batch's own questions: seeded weights, features and
+    stem_out as safetensors, dynb's outputs with them (agenda: the answer
+    scores, and with --modules-only the roots' maps), then each peer in
+    each part (whole forward pass, modules alone), its outputs checked
+    against dynb's before its time counts."""
+    params = qpath + ".peer-params.safetensors"
+    argv = [PYTHON, PEER_SCRIPT, "params", qpath, params, "--seed", str(SEED)]
     if args.threads:
-        cmd += ["--threads", str(args.threads)]
-    run(cmd, "dynbc run (peer reference)")
+        argv += ["--threads", str(args.threads)]
+    run(argv, "peer params")
+    refs = {}
+    for part, extra in (("whole", []), ("modules", ["--modules-only"])):
+        refs[part] = qpath + ".peer-dynb-%s.npy" % part
+        cmd = [os.path.join(args.build, "bin", "dynbc"), "run", qpath, "--params", params,
+               "--strategy=agenda", "--output", refs[part]] + extra
+        if args.threads:
+            cmd += ["--threads", str(args.threads)]
+        run(cmd, "dynbc run (peer reference, %s)" % part)
     peers = []
-    for mode, repeat in (("eager", 1), ("level", args.repeat)):
-        print("  pytorch-%s batch %d ..." % (mode, b), end=" ", flush=True)
+    for part, mode, repeat in (("whole", "eager", 1), ("whole", "level", args.repeat),
+                               ("modules", "eager", 1), ("modules", "level", args.repeat)):
+        print("  pytorch-%s %s batch %d ..." % (mode, part, b), end=" ", flush=True)
         argv = [PYTHON, PEER_SCRIPT, "run", qpath, params, "--mode", mode, "--repeat",
-                str(repeat), "--check", ref, "--rtol", str(PEER_RTOL)]
+                str(repeat), "--check", refs[part], "--rtol", str(PEER_RTOL)]
+        if part == "modules":
+            argv.append("--modules-only")
         if args.threads:
             argv += ["--threads", str(args.threads)]
         proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
         if proc.returncode != 0 or not lines:
-            raise BenchError("pytorch-%s failed (exit %d; outputs differ from dynb's?): %s\n%s%s"
-                             % (mode, proc.returncode, " ".join(argv), proc.stdout[-2000:],
-                                proc.stderr[-4000:]))
+            raise BenchError("pytorch-%s (%s) failed (exit %d; outputs differ from dynb's?): "
+                             "%s\n%s%s" % (mode, part, proc.returncode, " ".join(argv),
+                                           proc.stdout[-2000:], proc.stderr[-4000:]))
         result = json.loads(lines[-1])
-        print("%.2f programs/s, max abs diff %.2g" % (result["programs_per_second"],
-                                                     result["max_abs_error"]), flush=True)
-        peers.append(dict(result, batch=b, mode=mode, argv=argv[1:]))
+        print("%.2f programs/s, max abs diff %.2g (of max |output| %.2g)" % (
+            result["programs_per_second"], result["max_abs_error"], result["max_abs_output"]),
+            flush=True)
+        peers.append(dict(result, batch=b, mode=mode, part=part, argv=argv[1:]))
     os.remove(params)
+    for ref in refs.values():
+        os.remove(ref)
     return peers
 
 
@@ -240,20 +257,24 @@ def table(points):
     return "\n".join(lines)
 
 
-def peer_table(points):
-    """Markdown lines: dynb's whole forward pass against the PyTorch peers."""
+def peer_table(points, part):
+    """Markdown lines: dynb against the PyTorch peers, programs/s of the
+    whole forward pass (part 'whole') or of the modules alone ('modules':
+    dynb's --modules-only run against the peers' --modules-only)."""
+    key = "programs_per_s" if part == "whole" else "modules_programs_per_s"
     lines = ["| batch | none | depth | agenda | PyTorch eager | PyTorch by level "
-             "| agenda / eager | agenda / by level | peers' max abs diff |",
+             "| agenda / eager | agenda / by level | peers' max abs diff (dynb's largest abs output) |",
              "|---|---|---|---|---|---|---|---|---|"]
     for p in points:
-        if not p["peers"]:
+        pe = {x["mode"]: x for x in p["peers"] if x.get("part", "whole") == part}
+        if "eager" not in pe or "level" not in pe:
             continue
-        r = {s: p["strategies"][s]["programs_per_s"] for s in STRATEGIES}
-        pe = {x["mode"]: x for x in p["peers"]}
+        r = {s: p["strategies"][s][key] for s in STRATEGIES}
         e, l = pe["eager"]["programs_per_second"], pe["level"]["programs_per_second"]
-        lines.append("| %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f× | %.2f× | %.1e |" % (
+        lines.append("| %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f× | %.2f× | %.1e (%.2g) |" % (
             p["batch"], r["none"], r["depth"], r["agenda"], e, l, r["agenda"] / e,
-            r["agenda"] / l, max(x["max_abs_error"] for x in p["peers"])))
+            r["agenda"] / l, max(x["max_abs_error"] for x in pe.values()),
+            max(x["max_abs_output"] for x in pe.values())))
     return lines if len(lines) > 2 else []
 
 
@@ -302,21 +323,30 @@ def main(argv):
     ceil_lines = ["ceiling rates (static batch): " + ", ".join(
         "%s %s: %.1f GFLOP/s" % (k[0], "x".join(map(str, k[1:])), v * 1e-9)
         for k, v in sorted(rates.items()))]
-    peers_md = peer_table(points)
+    peers_md = peer_table(points, "whole")
+    modules_md = peer_table(points, "modules")
     peer_rows = [x for pt in points for x in pt["peers"]]
-    peers_head = ""
+    peers_head = modules_head = ""
     if peers_md:
         peers_head = ("PyTorch peers (whole forward pass, programs/s; PyTorch %s, %d threads; same "
                       "questions, weights and features, outputs checked against dynb's; eager: "
                       "one question at a time, one timed pass; by level: one call a depth and "
                       "token, median of %d)" % (peer_rows[0]["torch"], peer_rows[0]["threads"],
                                                 args.repeat))
+    if modules_md:
+        modules_head = ("PyTorch peers, modules alone (programs/s of the program modules from "
+                        "stem_out to each root's map: dynb's --modules-only passes against the "
+                        "peers' --modules-only, roots' maps checked against dynb's; the time the "
+                        "seed paper's \">10x\" is on)")
     print(text)
     print(summary)
     print(ceil_lines[0])
     if peers_md:
         print("\n" + peers_head)
         print("\n".join(peers_md))
+    if modules_md:
+        print("\n" + modules_head)
+        print("\n".join(modules_md))
     stem = "clevr-quick" if args.quick else "clevr"
     with open(os.path.join(out, stem + ".json"), "w") as f:
         json.dump({"points": [{k: v for k, v in pt.items() if k != "peers"} for pt in points],
@@ -329,6 +359,9 @@ def main(argv):
         if peers_md:
             f.write("\n## PyTorch peers\n\n" + peers_head + " (bench/peers/clevr_torch.py)\n\n" +
                     "\n".join(peers_md) + "\n")
+        if modules_md:
+            f.write("\n## PyTorch peers, modules alone\n\n" + modules_head + "\n\n" +
+                    "\n".join(modules_md) + "\n")
     print("wrote %s and %s" % (os.path.join(out, stem + ".json"), os.path.join(out, stem + ".md")))
     return 0
 

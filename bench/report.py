@@ -275,17 +275,43 @@ def save(plt, fig, name):
 
 # ------------------------------------------------------------------ CLEVR
 
-def clevr_peer(d, point, mode):
-    """A PyTorch peer's programs/s at this point's batch, where the run has one."""
+def clevr_peer(d, point, mode, part="whole"):
+    """A PyTorch peer's programs/s at this point's batch, where the run has
+    one: the whole forward pass or (part 'modules') the modules alone.
+    Rows of runs before the modules-alone peers have no 'part': whole."""
     for p in d.get("peers", []):
-        if p["mode"] == mode and p["batch"] == point["batch"]:
+        if p["mode"] == mode and p["batch"] == point["batch"] and p.get("part", "whole") == part:
             return p["programs_per_second"]
     return None
 
 
-def clevr_best(point):
+def clevr_best(point, key="programs_per_s"):
     return max((s for s in point["strategies"] if s != "none"),
-               key=lambda s: point["strategies"][s]["programs_per_s"])
+               key=lambda s: point["strategies"][s][key])
+
+
+def clevr_modules_table(d):
+    """Module time alone (dynbc --modules-only against the peers'
+    --modules-only): the time the seed paper's ">10x" is on."""
+    pts = sorted(d["points"], key=lambda p: p["batch"])
+    if not any(clevr_peer(d, p, m, "modules") for p in pts for m in ("eager", "level")):
+        return []
+    lines = ["Modules alone (from the stem's output to each root's map: `dynbc run --modules-only` "
+             "against the peers' `--modules-only`, the roots' maps checked against dynb's; the "
+             "seed paper's \">10x\" is on this time), programs/s:", "",
+             "| batch | none | depth | agenda | PyTorch eager | PyTorch by level | best / eager "
+             "| best / by level | best / none |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for p in pts:
+        s = p["strategies"]
+        best = clevr_best(p, "modules_programs_per_s")
+        b = s[best]["modules_programs_per_s"]
+        eager, level = clevr_peer(d, p, "eager", "modules"), clevr_peer(d, p, "level", "modules")
+        lines.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            p["batch"], *("%.1f" % s[k]["modules_programs_per_s"] for k in ("none", "depth", "agenda")),
+            *("-" if v is None else "%.1f" % v for v in (eager, level)),
+            ratio(b, eager), ratio(b, level), ratio(b, s["none"]["modules_programs_per_s"])))
+    return lines + [""]
 
 
 def clevr_headline(d):
@@ -306,7 +332,9 @@ def clevr_section(d, charts, plt):
              "Run: `tools/dev bench clevr` (generated questions of the nine template families, "
              "seeded parameters and features, module_dim 128, 14x14 maps). Ceiling: the batch's "
              "convolutions and dense layers run by oneDNN as one static batch each, timed in the "
-             "same run.", "",
+             "same run. The first table is the whole forward pass (programs/s); the second, where "
+             "the run has it, the program modules alone, for dynb and the PyTorch peers alike.",
+             "",
              "| batch | none | depth | agenda | PyTorch eager | PyTorch by level | best / by level "
              "| best of ceiling | modules alone: best / none | launches (agenda) / bound |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -321,6 +349,7 @@ def clevr_section(d, charts, plt):
             ratio(s[best]["modules_programs_per_s"], s["none"]["modules_programs_per_s"]),
             s["agenda"]["launches"], s["agenda"]["lower_bound"]))
     lines.append("")
+    lines += clevr_modules_table(d)
     if plt:
         fig, ax = plt.subplots(figsize=(6, 4))
         pts = sorted(d["points"], key=lambda p: p["batch"])

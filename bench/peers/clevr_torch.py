@@ -3,18 +3,26 @@
 """Usage:
   clevr_torch.py params QUESTIONS OUT.safetensors [--seed N]
       writes seeded weights of the IEP model (docs/clevr.md's names and
-      PyTorch layouts) and standard normal image features 'features'
-      [max image_index + 1, 1024, 14, 14] as one safetensors file, for
-      dynbc run --params and for the peers
+      PyTorch layouts), standard normal image features 'features'
+      [max image_index + 1, 1024, 14, 14] and the stem's output on them,
+      'stem_out' [max image_index + 1, 128, 14, 14] (what dynbc run
+      --modules-only reads instead of running the stem), as one
+      safetensors file, for dynbc run --params and for the peers
   clevr_torch.py run QUESTIONS PARAMS.safetensors --mode eager|level
-                 [--repeat N] [--threads N] [--check DYNB.npy] [--rtol X]
+                 [--modules-only] [--repeat N] [--threads N]
+                 [--check DYNB.npy] [--rtol X]
       runs every question of QUESTIONS (a CLEVR question file) through the
       model in PyTorch and prints one JSON object: seconds of each timed
       pass (after a warm-up pass), programs/s of the median, and with
       --check the largest difference from dynb's outputs (dynbc run
       --output, one row of 32 answer scores a question); exits 1 when they
-      differ by more than --rtol (default 1e-3) of dynb's largest |score|
-      (checked after the warm-up pass: then no pass is timed)
+      differ by more than --rtol (default 1e-3) of dynb's largest |output|
+      (checked after the warm-up pass: then no pass is timed).
+      --modules-only times the program modules alone, as dynbc run
+      --modules-only does: each question starts from row image_index of
+      'stem_out' and its output is its root module's map (one row of
+      128 x 14 x 14 values in C,H,W order a question, compared with dynbc
+      run --modules-only --output); no stem, no classifier
 
 Modes: 'eager' is one question at a time, module by module, as the original
 clevr-iep code runs its programs (stem, the program's modules in order,
@@ -22,7 +30,9 @@ classifier, each a batch of one). 'level' batches by hand: the stems of the
 whole batch are one call, the program nodes are grouped by depth (scene 1,
 a node one above its deepest input) and within a depth by token, each group
 one batched module call (index_select gathers, index_copy_ scatters), and
-the roots go through the classifier together.
+the roots go through the classifier together. With --modules-only both
+modes skip the stem (each question reads its image's row of 'stem_out')
+and the classifier (the roots' maps are the outputs).
 The model: module dim 128, 1024 x 14 x 14 features, 32 answers (the
 defaults of dynbc; docs/clevr.md).
 """
@@ -86,8 +96,11 @@ def param_shapes():
     return s
 
 
-def make_params(questions, seed):
-    """PyTorch's default bounds (1/sqrt(fan in)) for weights and biases."""
+def make_params(questions, seed, threads=0):
+    """PyTorch's default bounds (1/sqrt(fan in)) for weights and biases;
+    standard normal features, and the stem's output on them ('stem_out',
+    the input of dynbc run --modules-only and of the peers' modules-only
+    mode, so the modules alone see the maps they see in the whole pass)."""
     rng = np.random.default_rng(seed)
     shapes = param_shapes()
     params = {}
@@ -97,6 +110,13 @@ def make_params(questions, seed):
         params[name] = rng.uniform(-bound, bound, size=shapes[name]).astype(np.float32)
     rows = max(img for img, _ in questions) + 1
     params["features"] = rng.standard_normal((rows, FEAT, HW, HW), dtype=np.float32)
+    import torch
+    torch.set_num_threads(threads or os.cpu_count())
+    model = Iep(torch, {k: params[k] for k in params if k.startswith("stem.")})
+    feats = torch.from_numpy(params["features"])
+    with torch.no_grad():  # a few images at a time: bounded memory
+        params["stem_out"] = torch.cat([model.stem(feats[i:i + 16])
+                                        for i in range(0, rows, 16)]).numpy()
     return params
 
 
@@ -137,16 +157,32 @@ class Iep:
                                     [outs[i] for i in inputs]))
         return self.classifier(outs[-1])
 
-    def level(self, plan):
-        """All questions, one call a (depth, token) group: [questions, 32]."""
+    def eager_modules(self, image, program):
+        """One question's program modules alone, from its image's row of
+        stem_out: its root's map, [1, 128, 14, 14]."""
+        stem = self.p["stem_out"][image:image + 1]
+        outs = []
+        for token, inputs in program:
+            outs.append(self.module(token, [stem] if token == "scene" else
+                                    [outs[i] for i in inputs]))
+        return outs[-1]
+
+    def level(self, plan, modules_only=False):
+        """All questions, one call a (depth, token) group: [questions, 32],
+        or with modules_only (from stem_out, no classifier) the roots' maps,
+        [questions, 128, 14, 14]."""
         t = self.t
-        stems = self.stem(self.p["features"].index_select(0, plan["images"]))
+        if modules_only:
+            stems = self.p["stem_out"].index_select(0, plan["images"])
+        else:
+            stems = self.stem(self.p["features"].index_select(0, plan["images"]))
         maps = t.empty(plan["total"], DIM, HW, HW)
         for token, ids, ins in plan["groups"]:
             xs = [stems.index_select(0, ins[0])] if token == "scene" else \
                 [maps.index_select(0, i) for i in ins]
             maps.index_copy_(0, ids, self.module(token, xs))
-        return self.classifier(maps.index_select(0, plan["roots"]))
+        roots = maps.index_select(0, plan["roots"])
+        return roots if modules_only else self.classifier(roots)
 
 
 def level_plan(torch, questions):
@@ -182,14 +218,23 @@ def run(args):
     model = Iep(torch, read_safetensors(args.params))
     plan = level_plan(torch, questions) if args.mode == "level" else None
 
+    if args.modules_only and "stem_out" not in model.p:
+        raise SystemExit("%s has no 'stem_out' (written by clevr_torch.py params)" % args.params)
+
     def one_pass():
+        # One row a question: 32 scores, or (modules only) the root's map,
+        # flattened in C,H,W order as dynbc run --output writes it.
         with torch.no_grad():
             if args.mode == "eager":
-                return torch.cat([model.eager(img, prog) for img, prog in questions]).numpy()
-            return model.level(plan).numpy()
+                run_one = model.eager_modules if args.modules_only else model.eager
+                out = torch.cat([run_one(img, prog) for img, prog in questions])
+            else:
+                out = model.level(plan, args.modules_only)
+            return out.reshape(len(questions), -1).numpy()
 
     out = one_pass()  # warm-up, and the outputs checked before any timing
     result = {"peer": "pytorch-" + args.mode, "torch": torch.__version__,
+              "part": "modules" if args.modules_only else "whole",
               "threads": torch.get_num_threads(), "programs": len(questions),
               "program_nodes": sum(len(p) for _, p in questions),
               "groups": len(plan["groups"]) if plan else sum(len(p) for _, p in questions)}
@@ -202,8 +247,8 @@ def run(args):
         result["max_abs_error"] = err
         result["max_abs_output"] = scale
         # float32 convolutions summed in different orders differ a little:
-        # the tolerance is relative to the largest score (the seeded scores
-        # are small, so a plain absolute 1e-3 would be loose)
+        # the tolerance is relative to the largest score or map value (the
+        # seeded scores are small, so a plain absolute 1e-3 would be loose)
         result["tolerance"] = args.rtol * max(scale, 1e-6)
         result["check"] = "ok" if err <= result["tolerance"] else "FAIL"
         if result["check"] != "ok":  # no time for work that differs
@@ -229,18 +274,22 @@ def main(argv):
     pp.add_argument("questions")
     pp.add_argument("out")
     pp.add_argument("--seed", type=int, default=1)
+    pp.add_argument("--threads", type=int, default=0)
     pr = sub.add_parser("run")
     pr.add_argument("questions")
     pr.add_argument("params")
     pr.add_argument("--mode", choices=("eager", "level"), required=True)
+    pr.add_argument("--modules-only", action="store_true",
+                    help="the program modules alone, from 'stem_out' to each root's map")
     pr.add_argument("--repeat", type=int, default=3)
     pr.add_argument("--threads", type=int, default=0)
     pr.add_argument("--check", metavar="DYNB.npy")
     pr.add_argument("--rtol", type=float, default=1e-3,
-                    help="largest difference allowed, relative to dynb's largest |score|")
+                    help="largest difference allowed, relative to dynb's largest |output|")
     args = p.parse_args(argv)
     if args.cmd == "params":
-        write_safetensors(args.out, make_params(read_questions(args.questions), args.seed))
+        write_safetensors(args.out, make_params(read_questions(args.questions), args.seed,
+                                                args.threads))
         return 0
     return run(args)
 
