@@ -21,12 +21,20 @@ struct GemmArgs {
   const float *bias = nullptr; // n elements, or null for none
   float *c = nullptr;
   int64_t ldc = 0;
+  /// C = max(C, 0) after the bias, fused into the GEMM.
+  bool relu = false;
 };
 
 struct GemmCacheOptions {
   /// Problems with m * n * k at or below this run as a plain loop: for them
   /// oneDNN's per-call overhead exceeds the arithmetic. 0 always uses oneDNN.
   int64_t smallProblemMaxMacs = 4096;
+  /// GEMMs with m at or below this get a primitive for their exact m
+  /// (oneDNN's brgemm kernels, twice the rate of its runtime-M GEMM at small
+  /// m); larger ones share one runtime-M primitive per (k, n, lda, ldc, bias,
+  /// relu), as fast there. So the cache holds at most fixedMaxM + 1
+  /// primitives per such key however many distinct m a run has.
+  int64_t fixedMaxM = 128;
 };
 
 /// Owns a oneDNN CPU engine and stream and one matmul primitive per distinct
