@@ -25,7 +25,7 @@ int main(int argc, char **argv) {
   GemmCacheOptions opts;
   int first = 1;
   if (argc > 1 && std::string(argv[1]) == "--fixed-m") {
-    opts.fixedMaxM = INT64_MAX;
+    opts.fixedMaxM = INT64_MAX; // one primitive for the whole GEMM, any m
     first = 2;
   }
   if (argc - first < 3 || (argc - first) % 3 != 0) {

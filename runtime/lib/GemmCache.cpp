@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 using namespace dynb::rt;
@@ -23,7 +24,7 @@ namespace {
 /// bounded by the distinct weight shapes and layouts, not by the batch sizes
 /// the schedule produces.
 struct MatmulKey {
-  int64_t m; // DNNL_RUNTIME_DIM_VAL above GemmCacheOptions::fixedMaxM
+  int64_t m; // or DNNL_RUNTIME_DIM_VAL (GemmCacheOptions::blockBits 0)
   int64_t k, n, lda, ldc;
   bool hasBias, relu;
 
@@ -110,7 +111,8 @@ struct GemmCache::Impl {
 
   Status createMatmul(const MatmulKey &key, CachedMatmul &out);
   Status bindRows(const MatmulKey &key, int64_t m, CachedMatmul &matmul);
-  Status runOneDnn(const GemmArgs &args);
+  /// fixedM: a primitive for args.m itself, else a runtime-M one.
+  Status runOneDnn(const GemmArgs &args, bool fixedM);
 };
 
 Status GemmCache::Impl::createMatmul(const MatmulKey &key, CachedMatmul &out) {
@@ -205,10 +207,10 @@ Status GemmCache::Impl::bindRows(const MatmulKey &key, int64_t m,
   return Status::ok();
 }
 
-Status GemmCache::Impl::runOneDnn(const GemmArgs &args) {
+Status GemmCache::Impl::runOneDnn(const GemmArgs &args, bool fixedM) {
   if (setupError)
     return setupError;
-  MatmulKey key{args.m <= opts.fixedMaxM ? args.m : DNNL_RUNTIME_DIM_VAL,
+  MatmulKey key{fixedM ? args.m : DNNL_RUNTIME_DIM_VAL,
                 args.k,
                 args.n,
                 args.lda,
@@ -304,7 +306,27 @@ Status GemmCache::run(const GemmArgs &args) {
     return Status::ok();
   }
   try {
-    return impl_->runOneDnn(args);
+    const int64_t fixedMaxM = impl_->opts.fixedMaxM;
+    const int blockBits = impl_->opts.blockBits;
+    if (args.m <= fixedMaxM || blockBits <= 0)
+      return impl_->runOneDnn(args, args.m <= fixedMaxM);
+    GemmArgs block = args;
+    for (int64_t done = 0; done < args.m; done += block.m) {
+      int64_t rest = args.m - done;
+      block.m = rest;
+      if (rest > fixedMaxM) {
+        // rest rounded down to its blockBits leading binary digits.
+        int shift =
+            std::max(0, 63 - __builtin_clzll(uint64_t(rest)) - blockBits + 1);
+        block.m = (rest >> shift) << shift;
+      }
+      block.a = args.a + done * args.lda;
+      block.c = args.c + done * args.ldc;
+      // A bounded set of block sizes (see GemmCacheOptions::blockBits).
+      if (Status status = impl_->runOneDnn(block, /*fixedM=*/true))
+        return status;
+    }
+    return Status::ok();
   } catch (const std::exception &e) {
     // Only the cache's own allocations can throw; oneDNN's C API does not.
     return Status::error(fmt::format("gemm: {}", e.what()));

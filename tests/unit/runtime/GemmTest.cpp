@@ -118,6 +118,7 @@ TEST(GemmTest, RejectsInconsistentLeadingDimensions) {
 TEST(GemmTest, PrimitivesAreCachedByShapeAndLayout) {
   GemmCacheOptions opts{0};
   opts.fixedMaxM = 0; // every m through the runtime-M primitives
+  opts.blockBits = 0;
   GemmCache cache(opts);
   for (int i = 0; i < 3; ++i)
     checkGemm(cache, {4, 16, 8}, false, 0, 0, 11 + i);
@@ -138,9 +139,27 @@ TEST(GemmTest, PrimitivesAreCachedByShapeAndLayout) {
   EXPECT_EQ(cache.size(), 4u);
 }
 
+TEST(GemmTest, LargeMRunsInBlocksOfBoundedSizes) {
+  GemmCacheOptions opts{0};
+  opts.fixedMaxM = 8;
+  opts.blockBits = 2; // blocks of 2^e and 3 * 2^(e-1) rows above 8
+  GemmCache cache(opts);
+  for (int64_t m = 1; m <= 200; m += 3)
+    checkGemm(cache, {m, 16, 8}, true, 1, 2, 100 + int(m));
+  // m <= 8 exact (8), and 12, 16, 24, 32, 48, 64, 96, 128, 192.
+  EXPECT_LE(cache.primitivesCreated(), 17u);
+  uint64_t before = cache.primitivesCreated();
+  for (int64_t m = 2; m <= 200; m += 3)
+    checkGemm(cache, {m, 16, 8}, true, 1, 2, 300 + int(m));
+  EXPECT_LE(cache.primitivesCreated(), 17u);
+  EXPECT_GE(cache.primitivesCreated(), before);
+  checkGemm(cache, {1000, 16, 8}, false, 3, 0, 7); // 768 + 192 + 32 + 8
+}
+
 TEST(GemmTest, SmallMGetsItsOwnPrimitiveLargeMShareOne) {
   GemmCacheOptions opts{0};
   opts.fixedMaxM = 8;
+  opts.blockBits = 0;
   GemmCache cache(opts);
   checkGemm(cache, {4, 16, 8}, true, 0, 0, 1);
   checkGemm(cache, {4, 16, 8}, true, 0, 0, 2);
@@ -159,7 +178,9 @@ TEST(GemmTest, FusedReluMatchesGemmThenRelu) {
   // oneDNN (threshold 0) and the small loop (default threshold), with and
   // without bias, M alternating so the runtime-M memory objects are rebound.
   for (int64_t smallMax : {int64_t(0), int64_t(1) << 40}) {
-    GemmCache cache(GemmCacheOptions{smallMax});
+    GemmCacheOptions opts{smallMax};
+    opts.blockBits = 0; // 200 and 300 through one runtime-M primitive
+    GemmCache cache(opts);
     for (bool withBias : {false, true})
       for (int64_t m : {3, 200, 64, 300, 3, 1}) {
         SCOPED_TRACE(testing::Message() << "small=" << smallMax << " m=" << m
