@@ -58,6 +58,7 @@ GemmArgs DispatchRunner::expertGemm(const GemmStep &g, int32_t e, int64_t row,
   const int64_t n = g.c.cols, k = g.a.cols;
   args.w = resolved.bases[g.weight] + int64_t(e) * n * k;
   args.bias = g.hasBias ? resolved.bases[g.bias] + int64_t(e) * n : nullptr;
+  args.relu = g.relu;
   if (direct_.readX && g.a.buffer == direct_.routedIn.buffer) {
     args.a = direct_.x + row * direct_.ldx + (g.a.col - direct_.routedIn.col);
     args.lda = direct_.ldx;
