@@ -14,17 +14,26 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 using namespace dynb::rt;
 
 int main(int argc, char **argv) {
-  if (argc < 4 || (argc - 1) % 3 != 0) {
-    std::fprintf(stderr, "usage: %s M K N [M K N ...]\n", argv[0]);
+  // --fixed-m: one primitive per M (GemmCacheOptions::fixedMaxM), to compare
+  // with the runtime-M primitives the runtime uses.
+  GemmCacheOptions opts;
+  int first = 1;
+  if (argc > 1 && std::string(argv[1]) == "--fixed-m") {
+    opts.fixedMaxM = INT64_MAX; // one primitive for the whole GEMM, any m
+    first = 2;
+  }
+  if (argc - first < 3 || (argc - first) % 3 != 0) {
+    std::fprintf(stderr, "usage: %s [--fixed-m] M K N [M K N ...]\n", argv[0]);
     return 2;
   }
-  GemmCache cache;
-  for (int i = 1; i + 2 < argc; i += 3) {
+  GemmCache cache(opts);
+  for (int i = first; i + 2 < argc; i += 3) {
     int64_t m = std::atoll(argv[i]), k = std::atoll(argv[i + 1]),
             n = std::atoll(argv[i + 2]);
     if (m <= 0 || k <= 0 || n <= 0) {

@@ -93,7 +93,7 @@ def conv_rate(args, n, c, o, k):
 
 
 def gemm_rate(args, m, k, n):
-    out = run([os.path.join(args.build, "bin", "dynb-gemm-ceiling"), str(m), str(k), str(n)],
+    out = run([os.path.join(args.build, "bin", "dynb-gemm-ceiling"), "--fixed-m", str(m), str(k), str(n)],
               "gemm ceiling")
     mm = re.search(r"([\d.]+) GFLOP/s", out)
     if not mm:

@@ -98,7 +98,7 @@ def memory_needed(g, experts, tokens):
 
 
 def dense_gemm(build, m, k, n):
-    out = run([os.path.join(build, "bin", "dynb-gemm-ceiling"), str(m), str(k), str(n)],
+    out = run([os.path.join(build, "bin", "dynb-gemm-ceiling"), "--fixed-m", str(m), str(k), str(n)],
               "dense GEMM")
     mm = re.search(r"([\d.]+) GFLOP/s \(([\d.]+) us a call\)", out)
     if not mm:

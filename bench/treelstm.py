@@ -387,7 +387,7 @@ def gemm_ceiling(build, work_dir, hdim, instances, nodes):
         return None
     h = hdim
     shapes = [(4096, h, 3 * h), (4096, 2 * h, 3 * h), (4096, h, h)]
-    argv = [tool] + [str(d) for shape in shapes for d in shape]
+    argv = [tool, "--fixed-m"] + [str(d) for shape in shapes for d in shape]
     log = os.path.join(work_dir, f"gemm-ceiling-h{hdim}.log")
     run_tool(argv, log)
     with open(log) as f:

@@ -42,9 +42,14 @@ void tally(const GemmArgs &args, ExecutorStats &stats) {
                        (args.bias ? uint64_t(args.n) : 0));
 }
 
-/// The GEMM of body step `g` on expert e's rows [row, row + rows).
-GemmArgs expertGemm(const GemmStep &g, int32_t e, int64_t row, int64_t rows,
-                    const ResolvedBuffers &resolved) {
+} // namespace
+
+/// The GEMM of body step `g` on expert e's rows [row, row + rows). Under
+/// direct routing a GEMM reading the routed input reads x's rows in place,
+/// and the one writing the routed output writes out's rows.
+GemmArgs DispatchRunner::expertGemm(const GemmStep &g, int32_t e, int64_t row,
+                                    int64_t rows,
+                                    const ResolvedBuffers &resolved) const {
   Region a = g.a, c = g.c;
   a.row += row;
   c.row += row;
@@ -53,8 +58,20 @@ GemmArgs expertGemm(const GemmStep &g, int32_t e, int64_t row, int64_t rows,
   const int64_t n = g.c.cols, k = g.a.cols;
   args.w = resolved.bases[g.weight] + int64_t(e) * n * k;
   args.bias = g.hasBias ? resolved.bases[g.bias] + int64_t(e) * n : nullptr;
+  args.relu = g.relu;
+  if (direct_.readX && g.a.buffer == direct_.routedIn.buffer) {
+    args.a = direct_.x + row * direct_.ldx + (g.a.col - direct_.routedIn.col);
+    args.lda = direct_.ldx;
+  }
+  if (direct_.writeOut && g.c.buffer == direct_.routedOut.buffer) {
+    args.c =
+        direct_.out + row * direct_.ldOut + (g.c.col - direct_.routedOut.col);
+    args.ldc = direct_.ldOut;
+  }
   return args;
 }
+
+namespace {
 
 /// Runs fn(begin, end) over [0, n) on the pool when the work is large enough
 /// to pay for waking it.
@@ -110,9 +127,10 @@ Status DispatchRunner::run(const DispatchStep &step,
   // 2. Routing: top k, softmax, counting sort by expert.
   routeTopK(logitRows, experts, tokens, experts, k, routing_, &pool);
 
-  // 3. x's rows in expert order.
+  // 3. x's rows in expert order, unless the order is x's own.
   const int64_t routed = tokens * k;
-  {
+  planDirect(step, resolved);
+  if (!direct_.readX) {
     float *dst =
         resolved.at(step.routedIn.buffer, step.routedIn.row, step.routedIn.col);
     int64_t ldDst = resolved.buffers[step.routedIn.buffer].cols;
@@ -138,7 +156,10 @@ Status DispatchRunner::run(const DispatchStep &step,
   if (body)
     return body;
 
-  // 5. out[t] = sum_j gate[t, j] * routedOut[slot(t, j)], in choice order.
+  // 5. out[t] = sum_j gate[t, j] * routedOut[slot(t, j)], in choice order;
+  // under direct routing the body wrote out itself (top 1: gate 1).
+  if (direct_.writeOut)
+    return Status::ok();
   const int64_t outCols = step.out.cols;
   float *out = resolved.at(step.out.buffer, step.out.row, step.out.col);
   const int64_t ldOut = resolved.buffers[step.out.buffer].cols;
@@ -162,6 +183,52 @@ Status DispatchRunner::run(const DispatchStep &step,
                   }
                 });
   return Status::ok();
+}
+
+void DispatchRunner::planDirect(const DispatchStep &step,
+                                const ResolvedBuffers &resolved) {
+  direct_ = Direct{};
+  // Row s of the expert order is token s: top 1, and the stable counting
+  // sort kept the token order (one expert used, or tokens already grouped
+  // by expert).
+  if (step.topK != 1)
+    return;
+  for (int64_t s = 0, n = int64_t(routing_.tokenAt.size()); s < n; ++s)
+    if (routing_.tokenAt[s] != s)
+      return;
+  // The routed buffers may be skipped only where GEMMs alone use them: a
+  // kernel runs over the routed rows of its own regions.
+  auto onlyGemmsUse = [&](const Region &region, bool asInput) {
+    // The region spans its buffer's columns: windows map onto x's or out's.
+    BufferId buffer = region.buffer;
+    if (region.col != 0 || resolved.buffers[buffer].cols != region.cols)
+      return false;
+    for (const Step &inner : step.body) {
+      if (inner.kind == Step::Kind::Kernel) {
+        for (const Region &r : inner.kernel.args)
+          if (r.buffer == buffer)
+            return false;
+      } else if (inner.kind == Step::Kind::Gemm) {
+        const Region &other = asInput ? inner.gemm.c : inner.gemm.a;
+        if (other.buffer == buffer)
+          return false;
+      } else {
+        return false;
+      }
+    }
+    return true;
+  };
+  direct_.routedIn = step.routedIn;
+  direct_.x = resolved.at(step.x.buffer, step.x.row, step.x.col);
+  direct_.ldx = resolved.buffers[step.x.buffer].cols;
+  direct_.readX = step.routedIn.cols == step.x.cols &&
+                  onlyGemmsUse(step.routedIn, /*asInput=*/true);
+  direct_.routedOut = step.routedOut;
+  direct_.out = resolved.at(step.out.buffer, step.out.row, step.out.col);
+  direct_.ldOut = resolved.buffers[step.out.buffer].cols;
+  direct_.writeOut = step.routedOut.cols == step.out.cols &&
+                     step.routedOut.buffer != step.routedIn.buffer &&
+                     onlyGemmsUse(step.routedOut, /*asInput=*/false);
 }
 
 Status DispatchRunner::runBodyByStep(const DispatchStep &step,

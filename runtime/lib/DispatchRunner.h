@@ -44,7 +44,24 @@ private:
                          const ResolvedBuffers &resolved, unsigned threads,
                          const Options &opts, ExecutorStats &stats);
 
+  /// Direct routing (planDirect): the expert order is the token order, so
+  /// the body's GEMMs read x in place of the routed copy (readX) and the GEMM
+  /// writing the routed output writes out (writeOut; top 1, gate weight 1),
+  /// where no kernel step uses those buffers.
+  struct Direct {
+    bool readX = false, writeOut = false;
+    Region routedIn, routedOut;
+    const float *x = nullptr;
+    int64_t ldx = 0;
+    float *out = nullptr;
+    int64_t ldOut = 0;
+  };
+  void planDirect(const DispatchStep &step, const ResolvedBuffers &resolved);
+  GemmArgs expertGemm(const GemmStep &g, int32_t e, int64_t row, int64_t rows,
+                      const ResolvedBuffers &resolved) const;
+
   Routing routing_;
+  Direct direct_;
   /// One GEMM cache a thread for runBodyByExpert: a cache binds its
   /// primitives' memory objects to each call's pointers, so it serves one
   /// thread at a time.

@@ -107,6 +107,7 @@ Status Executor::Impl::runGemm(size_t stepIndex, const GemmStep &step,
   args.bias = step.hasBias ? resolved.bases[step.bias] : nullptr;
   args.c = resolved.at(step.c.buffer, step.c.row, step.c.col);
   args.ldc = resolved.buffers[step.c.buffer].cols;
+  args.relu = step.relu;
   Status status = gemm.run(args);
   stats.gemmPrimitivesCreated = gemm.primitivesCreated();
   if (status)

@@ -12,27 +12,34 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 using namespace dynb::rt;
 
 namespace {
 
+/// What a primitive is specialised for. M is not part of it: the primitives
+/// take M at execution time (DNNL_RUNTIME_DIM_VAL), so their number is
+/// bounded by the distinct weight shapes and layouts, not by the batch sizes
+/// the schedule produces.
 struct MatmulKey {
-  int64_t m, k, n, lda, ldc;
-  bool hasBias;
+  int64_t m; // or DNNL_RUNTIME_DIM_VAL (GemmCacheOptions::blockBits 0)
+  int64_t k, n, lda, ldc;
+  bool hasBias, relu;
 
   bool operator==(const MatmulKey &other) const {
     return m == other.m && k == other.k && n == other.n && lda == other.lda &&
-           ldc == other.ldc && hasBias == other.hasBias;
+           ldc == other.ldc && hasBias == other.hasBias && relu == other.relu;
   }
 };
 
 struct MatmulKeyHash {
   size_t operator()(const MatmulKey &key) const {
     uint64_t h = 0x9e3779b97f4a7c15ull;
-    for (int64_t field : {key.m, key.k, key.n, key.lda, key.ldc,
-                          static_cast<int64_t>(key.hasBias)}) {
+    for (int64_t field :
+         {key.m, key.k, key.n, key.lda, key.ldc,
+          static_cast<int64_t>(key.hasBias), static_cast<int64_t>(key.relu)}) {
       h ^= static_cast<uint64_t>(field) + 0x9e3779b97f4a7c15ull + (h << 6) +
            (h >> 2);
     }
@@ -40,20 +47,24 @@ struct MatmulKeyHash {
   }
 };
 
-/// A primitive and memory objects bound to its descriptors; each call only
-/// swaps the data handles.
+/// A primitive, memory objects for its fixed-shape operands (W, bias) and
+/// for A and C at the M of the last call; each call swaps the data handles
+/// and recreates A and C only when M changes.
 struct CachedMatmul {
   dnnl_primitive_t primitive = nullptr;
   dnnl_memory_t a = nullptr;
   dnnl_memory_t w = nullptr;
   dnnl_memory_t bias = nullptr;
   dnnl_memory_t c = nullptr;
+  dnnl_memory_t scratchpad = nullptr; // null when it needs none
+  size_t scratchpadBytes = 0;
+  int64_t m = -1; // the M of a and c
 
   CachedMatmul() = default;
   CachedMatmul(const CachedMatmul &) = delete;
   CachedMatmul &operator=(const CachedMatmul &) = delete;
   ~CachedMatmul() {
-    for (dnnl_memory_t memory : {a, w, bias, c})
+    for (dnnl_memory_t memory : {a, w, bias, c, scratchpad})
       if (memory)
         dnnl_memory_destroy(memory);
     if (primitive)
@@ -64,6 +75,22 @@ struct CachedMatmul {
 Status dnnlError(const char *what, dnnl_status_t status) {
   return Status::error(
       fmt::format("oneDNN: {} failed: {}", what, dnnl_status2str(status)));
+}
+
+/// A [m x cols] row-major matrix with leading dimension ld.
+dnnl_status_t rowMajor(dnnl_memory_desc_t &md, int64_t m, int64_t cols,
+                       int64_t ld) {
+  dnnl_dims_t dims = {m, cols}, strides = {ld, 1};
+  return dnnl_memory_desc_init_by_strides(&md, 2, dims, dnnl_f32, strides);
+}
+
+dnnl_status_t createMemory(dnnl_engine_t engine, dnnl_memory_t &memory,
+                           const dnnl_memory_desc_t &md) {
+  dnnl_status_t result =
+      dnnl_memory_create(&memory, &md, engine, DNNL_MEMORY_NONE);
+  if (result != dnnl_success)
+    memory = nullptr;
+  return result;
 }
 
 } // namespace
@@ -77,28 +104,28 @@ struct GemmCache::Impl {
   std::unordered_map<MatmulKey, std::unique_ptr<CachedMatmul>, MatmulKeyHash>
       cache;
   uint64_t created = 0;
+  // One scratchpad for every primitive of this cache (user scratchpad mode):
+  // with oneDNN's own, each primitive keeps a buffer of its own.
+  std::unique_ptr<char[]> scratchpad;
+  size_t scratchpadBytes = 0;
 
   Status createMatmul(const MatmulKey &key, CachedMatmul &out);
-  Status runOneDnn(const GemmArgs &args);
+  Status bindRows(const MatmulKey &key, int64_t m, CachedMatmul &matmul);
+  /// fixedM: a primitive for args.m itself, else a runtime-M one.
+  Status runOneDnn(const GemmArgs &args, bool fixedM);
 };
 
 Status GemmCache::Impl::createMatmul(const MatmulKey &key, CachedMatmul &out) {
   // W is [n x k] row-major; read as B = W^T it is [k x n] with strides
   // {1, k}, which oneDNN handles as a transposed operand without a copy.
-  dnnl_dims_t aDims = {key.m, key.k}, aStrides = {key.lda, 1};
   dnnl_dims_t wDims = {key.k, key.n}, wStrides = {1, key.k};
-  dnnl_dims_t biasDims = {1, key.n}, biasStrides = {key.n, 1};
-  dnnl_dims_t cDims = {key.m, key.n}, cStrides = {key.ldc, 1};
   dnnl_memory_desc_t aMd, wMd, biasMd, cMd;
   dnnl_status_t status;
-  if ((status = dnnl_memory_desc_init_by_strides(&aMd, 2, aDims, dnnl_f32,
-                                                 aStrides)) != dnnl_success ||
+  if ((status = rowMajor(aMd, key.m, key.k, key.lda)) != dnnl_success ||
       (status = dnnl_memory_desc_init_by_strides(&wMd, 2, wDims, dnnl_f32,
                                                  wStrides)) != dnnl_success ||
-      (status = dnnl_memory_desc_init_by_strides(
-           &biasMd, 2, biasDims, dnnl_f32, biasStrides)) != dnnl_success ||
-      (status = dnnl_memory_desc_init_by_strides(&cMd, 2, cDims, dnnl_f32,
-                                                 cStrides)) != dnnl_success)
+      (status = rowMajor(biasMd, 1, key.n, key.n)) != dnnl_success ||
+      (status = rowMajor(cMd, key.m, key.n, key.ldc)) != dnnl_success)
     return dnnlError("memory descriptor", status);
 
   dnnl_matmul_desc_t matmulDesc;
@@ -106,11 +133,43 @@ Status GemmCache::Impl::createMatmul(const MatmulKey &key, CachedMatmul &out) {
                                  key.hasBias ? &biasMd : nullptr, &cMd);
   if (status != dnnl_success)
     return dnnlError("matmul descriptor", status);
+
+  // A ReLU after the bias runs as an eltwise post-op, on each block of C
+  // while it is still in cache. The scratchpad is ours (see Impl).
+  dnnl_primitive_attr_t attr = nullptr;
+  if ((status = dnnl_primitive_attr_create(&attr)) != dnnl_success)
+    return dnnlError("primitive attributes", status);
+  status =
+      dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  if (status == dnnl_success && key.relu) {
+    dnnl_post_ops_t postOps = nullptr;
+    if ((status = dnnl_post_ops_create(&postOps)) == dnnl_success &&
+        (status = dnnl_post_ops_append_eltwise(postOps, 1.0f, dnnl_eltwise_relu,
+                                               0.0f, 0.0f)) == dnnl_success)
+      status = dnnl_primitive_attr_set_post_ops(attr, postOps);
+    if (postOps)
+      dnnl_post_ops_destroy(postOps);
+  }
+  if (status != dnnl_success) {
+    dnnl_primitive_attr_destroy(attr);
+    return dnnlError("primitive attributes", status);
+  }
   dnnl_primitive_desc_t primitiveDesc = nullptr;
-  status = dnnl_primitive_desc_create(&primitiveDesc, &matmulDesc, nullptr,
-                                      engine, nullptr);
+  status = dnnl_primitive_desc_create(&primitiveDesc, &matmulDesc, attr, engine,
+                                      nullptr);
+  dnnl_primitive_attr_destroy(attr);
   if (status != dnnl_success)
     return dnnlError("matmul primitive descriptor", status);
+  const dnnl_memory_desc_t *scratchpadMd =
+      dnnl_primitive_desc_query_md(primitiveDesc, dnnl_query_scratchpad_md, 0);
+  out.scratchpadBytes =
+      scratchpadMd ? dnnl_memory_desc_get_size(scratchpadMd) : 0;
+  if (out.scratchpadBytes != 0 &&
+      (status = createMemory(engine, out.scratchpad, *scratchpadMd)) !=
+          dnnl_success) {
+    dnnl_primitive_desc_destroy(primitiveDesc);
+    return dnnlError("scratchpad memory object", status);
+  }
   status = dnnl_primitive_create(&out.primitive, primitiveDesc);
   dnnl_primitive_desc_destroy(primitiveDesc);
   if (status != dnnl_success) {
@@ -118,28 +177,46 @@ Status GemmCache::Impl::createMatmul(const MatmulKey &key, CachedMatmul &out) {
     return dnnlError("matmul primitive", status);
   }
 
-  auto createMemory = [&](dnnl_memory_t &memory, const dnnl_memory_desc_t &md) {
-    dnnl_status_t result =
-        dnnl_memory_create(&memory, &md, engine, DNNL_MEMORY_NONE);
-    if (result != dnnl_success)
-      memory = nullptr;
-    return result;
-  };
-  if ((status = createMemory(out.a, aMd)) != dnnl_success ||
-      (status = createMemory(out.w, wMd)) != dnnl_success ||
+  if ((status = createMemory(engine, out.w, wMd)) != dnnl_success ||
       (key.hasBias &&
-       (status = createMemory(out.bias, biasMd)) != dnnl_success) ||
-      (status = createMemory(out.c, cMd)) != dnnl_success)
+       (status = createMemory(engine, out.bias, biasMd)) != dnnl_success))
     return dnnlError("memory object", status);
   ++created;
   return Status::ok();
 }
 
-Status GemmCache::Impl::runOneDnn(const GemmArgs &args) {
+Status GemmCache::Impl::bindRows(const MatmulKey &key, int64_t m,
+                                 CachedMatmul &matmul) {
+  if (matmul.m == m)
+    return Status::ok();
+  for (dnnl_memory_t *memory : {&matmul.a, &matmul.c})
+    if (*memory) {
+      dnnl_memory_destroy(*memory);
+      *memory = nullptr;
+    }
+  matmul.m = -1;
+  dnnl_memory_desc_t aMd, cMd;
+  dnnl_status_t status;
+  if ((status = rowMajor(aMd, m, key.k, key.lda)) != dnnl_success ||
+      (status = rowMajor(cMd, m, key.n, key.ldc)) != dnnl_success)
+    return dnnlError("memory descriptor", status);
+  if ((status = createMemory(engine, matmul.a, aMd)) != dnnl_success ||
+      (status = createMemory(engine, matmul.c, cMd)) != dnnl_success)
+    return dnnlError("memory object", status);
+  matmul.m = m;
+  return Status::ok();
+}
+
+Status GemmCache::Impl::runOneDnn(const GemmArgs &args, bool fixedM) {
   if (setupError)
     return setupError;
-  MatmulKey key{args.m,   args.k,   args.n,
-                args.lda, args.ldc, args.bias != nullptr};
+  MatmulKey key{fixedM ? args.m : DNNL_RUNTIME_DIM_VAL,
+                args.k,
+                args.n,
+                args.lda,
+                args.ldc,
+                args.bias != nullptr,
+                args.relu};
   auto it = cache.find(key);
   if (it == cache.end()) {
     auto matmul = std::make_unique<CachedMatmul>();
@@ -148,8 +225,16 @@ Status GemmCache::Impl::runOneDnn(const GemmArgs &args) {
     it = cache.emplace(key, std::move(matmul)).first;
   }
   CachedMatmul &matmul = *it->second;
+  if (Status status = bindRows(key, args.m, matmul))
+    return status;
 
-  dnnl_exec_arg_t execArgs[4];
+  if (matmul.scratchpadBytes > scratchpadBytes) {
+    // Never shrinks: the largest need of this cache's primitives.
+    scratchpad.reset(new char[matmul.scratchpadBytes + 63]);
+    scratchpadBytes = matmul.scratchpadBytes;
+  }
+
+  dnnl_exec_arg_t execArgs[5];
   int numArgs = 0;
   auto bind = [&](int argIndex, dnnl_memory_t memory, const float *data) {
     // oneDNN only reads inputs; its API has no const handles.
@@ -165,6 +250,14 @@ Status GemmCache::Impl::runOneDnn(const GemmArgs &args) {
                         dnnl_success) ||
       (status = bind(DNNL_ARG_DST, matmul.c, args.c)) != dnnl_success)
     return dnnlError("setting a data handle", status);
+  if (matmul.scratchpad) {
+    // 64-byte aligned, as oneDNN's own scratchpads are.
+    uintptr_t base = reinterpret_cast<uintptr_t>(scratchpad.get());
+    auto *aligned = reinterpret_cast<float *>((base + 63) & ~uintptr_t(63));
+    if ((status = bind(DNNL_ARG_SCRATCHPAD, matmul.scratchpad, aligned)) !=
+        dnnl_success)
+      return dnnlError("setting the scratchpad", status);
+  }
   status = dnnl_primitive_execute(matmul.primitive, stream, numArgs, execArgs);
   if (status != dnnl_success)
     return dnnlError("matmul execution", status);
@@ -213,7 +306,27 @@ Status GemmCache::run(const GemmArgs &args) {
     return Status::ok();
   }
   try {
-    return impl_->runOneDnn(args);
+    const int64_t fixedMaxM = impl_->opts.fixedMaxM;
+    const int blockBits = impl_->opts.blockBits;
+    if (args.m <= fixedMaxM || blockBits <= 0)
+      return impl_->runOneDnn(args, args.m <= fixedMaxM);
+    GemmArgs block = args;
+    for (int64_t done = 0; done < args.m; done += block.m) {
+      int64_t rest = args.m - done;
+      block.m = rest;
+      if (rest > fixedMaxM) {
+        // rest rounded down to its blockBits leading binary digits.
+        int shift =
+            std::max(0, 63 - __builtin_clzll(uint64_t(rest)) - blockBits + 1);
+        block.m = (rest >> shift) << shift;
+      }
+      block.a = args.a + done * args.lda;
+      block.c = args.c + done * args.ldc;
+      // A bounded set of block sizes (see GemmCacheOptions::blockBits).
+      if (Status status = impl_->runOneDnn(block, /*fixedM=*/true))
+        return status;
+    }
+    return Status::ok();
   } catch (const std::exception &e) {
     // Only the cache's own allocations can throw; oneDNN's C API does not.
     return Status::error(fmt::format("gemm: {}", e.what()));
@@ -243,7 +356,9 @@ void dynb::rt::smallGemm(const GemmArgs &args) {
         sum += aRow[p] * wRow[p];
       for (int64_t lane = 0; lane < kLanes; ++lane)
         sum += partial[lane];
-      cRow[j] = args.bias ? sum + args.bias[j] : sum;
+      if (args.bias)
+        sum += args.bias[j];
+      cRow[j] = args.relu && sum < 0.0f ? 0.0f : sum;
     }
   }
 }

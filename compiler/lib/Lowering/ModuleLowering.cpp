@@ -55,7 +55,7 @@ void LoweredModule::printSteps(llvm::raw_ostream &os) const {
         os << ") + @" << s.bias << slice;
       else
         os << ")";
-      os << "   (oneDNN)\n";
+      os << (s.relu ? ", relu   (oneDNN, ReLU post-op)\n" : "   (oneDNN)\n");
     } else if (s.kind == LoweredStep::Kind::Map) {
       printSlot(os, s.c);
       static const char *names[] = {"conv", "maxpool2x2", "to_map_layout",
@@ -419,6 +419,18 @@ LogicalResult BodyLowering::run() {
         step.bias = bias->str();
       step.c = newLocal(widthOf(linear.getResult()));
       slots[linear.getResult()] = step.c;
+      // In an expert module a ReLU that is the linear's only use runs
+      // inside the GEMM, on each block of c while it is in cache (a oneDNN
+      // post-op). Other modules keep it in their kernels for now: the GPU
+      // lowering compiles those kernels and has no GEMMs yet.
+      Value result = linear.getResult();
+      if (step.perExpert && result.hasOneUse() &&
+          isa<ReluOp>(*result.getUsers().begin())) {
+        Operation *relu = *result.getUsers().begin();
+        step.relu = true;
+        fusedRelus.insert(relu);
+        slots[relu->getResult(0)] = step.c;
+      }
       out.steps.push_back(std::move(step));
       continue;
     }

@@ -166,6 +166,7 @@ void PlanAssembler::appendSteps(
       step.gemm.c = resolve(s.c);
       step.gemm.weight = paramBuffer(s.weight);
       step.gemm.hasBias = !s.bias.empty();
+      step.gemm.relu = s.relu;
       if (step.gemm.hasBias)
         step.gemm.bias = paramBuffer(s.bias);
     } else {

@@ -23,8 +23,21 @@ void reluKernel(void **args) {
     }
 }
 
+void copyKernel(void **args) {
+  auto &in = **static_cast<MemRefDesc2D **>(args[0]);
+  auto &out = **static_cast<MemRefDesc2D **>(args[1]);
+  for (int64_t r = 0; r < in.sizes[0]; ++r)
+    for (int64_t c = 0; c < in.sizes[1]; ++c)
+      out.aligned[out.offset + r * out.strides[0] + c] =
+          in.aligned[in.offset + r * in.strides[0] + c];
+}
+
 struct Moe {
   int64_t tokens, experts, k, d, hidden, outCols;
+  /// The body starts with a kernel copying the routed input (so the runtime
+  /// must gather it) and ends with one copying the result into routedOut (so
+  /// no GEMM may write out directly).
+  bool kernelsAtEnds = false;
 };
 
 /// Expert e on one row, in double: W2[e] relu(W1[e] x + b1[e]) + b2[e].
@@ -88,13 +101,21 @@ void checkDispatch(const Moe &m, uint32_t seed) {
   Region h = wholeBuffer(plan, plan.addArenaBuffer(routed, m.hidden));
   Region r = wholeBuffer(plan, plan.addArenaBuffer(routed, m.hidden));
   d.routedOut = wholeBuffer(plan, plan.addArenaBuffer(routed, m.outCols));
-  d.body.push_back(gemmStep(
-      d.routedIn, plan.addParameterBuffer("W1", m.experts * m.hidden, m.d),
-      plan.addParameterBuffer("b1", m.experts, m.hidden), h));
+  Region in = d.routedIn, y = d.routedOut;
+  if (m.kernelsAtEnds) {
+    in = wholeBuffer(plan, plan.addArenaBuffer(routed, m.d));
+    y = wholeBuffer(plan, plan.addArenaBuffer(routed, m.outCols));
+    d.body.push_back(kernelStep(copyKernel, "copy", routed, {d.routedIn, in}));
+  }
+  d.body.push_back(
+      gemmStep(in, plan.addParameterBuffer("W1", m.experts * m.hidden, m.d),
+               plan.addParameterBuffer("b1", m.experts, m.hidden), h));
   d.body.push_back(kernelStep(reluKernel, "relu", routed, {h, r}));
   d.body.push_back(gemmStep(
       r, plan.addParameterBuffer("W2", m.experts * m.outCols, m.hidden),
-      plan.addParameterBuffer("b2", m.experts, m.outCols), d.routedOut));
+      plan.addParameterBuffer("b2", m.experts, m.outCols), y));
+  if (m.kernelsAtEnds)
+    d.body.push_back(kernelStep(copyKernel, "copy", routed, {y, d.routedOut}));
   d.out = wholeBuffer(plan, plan.addArenaBuffer(m.tokens, m.outCols));
   plan.outputs.push_back(d.out);
   plan.steps.push_back(std::move(step));
@@ -147,6 +168,19 @@ TEST(DispatchStepTest, MatchesNaiveLoop) {
   checkDispatch({20, 1, 1, 4, 4, 4}, 3);     // one expert gets everything
   checkDispatch({9, 300, 4, 8, 8, 8}, 4);    // most experts empty
   checkDispatch({200, 8, 8, 16, 32, 16}, 5); // k = E: every expert, every row
+}
+
+TEST(DispatchStepTest, TopOneInTokenOrderSkipsTheCopies) {
+  // One expert, top 1: the expert order is the token order, so the GEMMs
+  // read x and write out in place (direct routing); 300 rows run as GEMM
+  // blocks of 296 + 4 rows. The same with kernels on the routed buffers
+  // (they need the copies), and several experts (not in token order).
+  checkDispatch({300, 1, 1, 8, 16, 8}, 6);
+  checkDispatch({300, 1, 1, 8, 16, 8, true}, 7);
+  checkDispatch({1, 1, 1, 8, 16, 8}, 8);
+  checkDispatch({64, 3, 1, 8, 16, 5}, 9);
+  checkDispatch({64, 3, 1, 8, 16, 5, true}, 10);
+  checkDispatch({64, 3, 2, 8, 16, 5, true}, 11);
 }
 
 TEST(DispatchStepTest, ValidationRejectsMismatchedStacks) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -115,7 +116,10 @@ TEST(GemmTest, RejectsInconsistentLeadingDimensions) {
 }
 
 TEST(GemmTest, PrimitivesAreCachedByShapeAndLayout) {
-  GemmCache cache(GemmCacheOptions{0});
+  GemmCacheOptions opts{0};
+  opts.fixedMaxM = 0; // every m through the runtime-M primitives
+  opts.blockBits = 0;
+  GemmCache cache(opts);
   for (int i = 0; i < 3; ++i)
     checkGemm(cache, {4, 16, 8}, false, 0, 0, 11 + i);
   EXPECT_EQ(cache.primitivesCreated(), 1u);
@@ -125,11 +129,98 @@ TEST(GemmTest, PrimitivesAreCachedByShapeAndLayout) {
   EXPECT_EQ(cache.primitivesCreated(), 3u);
   checkGemm(cache, {4, 16, 8}, true, 1, 2, 22); // and ldc
   EXPECT_EQ(cache.primitivesCreated(), 4u);
-  checkGemm(cache, {5, 16, 8}, true, 1, 2, 23); // and m
-  EXPECT_EQ(cache.primitivesCreated(), 5u);
+  // m is not: the primitives take it at execution time, so the cache does
+  // not grow with the batch sizes a schedule produces.
+  for (int64_t m : {5, 1, 300, 4, 77})
+    checkGemm(cache, {m, 16, 8}, true, 1, 2, 23 + int(m));
+  EXPECT_EQ(cache.primitivesCreated(), 4u);
   checkGemm(cache, {4, 16, 8}, false, 0, 0, 24);
-  EXPECT_EQ(cache.primitivesCreated(), 5u);
-  EXPECT_EQ(cache.size(), 5u);
+  EXPECT_EQ(cache.primitivesCreated(), 4u);
+  EXPECT_EQ(cache.size(), 4u);
+}
+
+TEST(GemmTest, LargeMRunsInBlocksOfBoundedSizes) {
+  GemmCacheOptions opts{0};
+  opts.fixedMaxM = 8;
+  opts.blockBits = 2; // blocks of 2^e and 3 * 2^(e-1) rows above 8
+  GemmCache cache(opts);
+  for (int64_t m = 1; m <= 200; m += 3)
+    checkGemm(cache, {m, 16, 8}, true, 1, 2, 100 + int(m));
+  // m <= 8 exact (8), and 12, 16, 24, 32, 48, 64, 96, 128, 192.
+  EXPECT_LE(cache.primitivesCreated(), 17u);
+  uint64_t before = cache.primitivesCreated();
+  for (int64_t m = 2; m <= 200; m += 3)
+    checkGemm(cache, {m, 16, 8}, true, 1, 2, 300 + int(m));
+  EXPECT_LE(cache.primitivesCreated(), 17u);
+  EXPECT_GE(cache.primitivesCreated(), before);
+  checkGemm(cache, {1000, 16, 8}, false, 3, 0, 7); // 768 + 192 + 32 + 8
+}
+
+TEST(GemmTest, SmallMGetsItsOwnPrimitiveLargeMShareOne) {
+  GemmCacheOptions opts{0};
+  opts.fixedMaxM = 8;
+  opts.blockBits = 0;
+  GemmCache cache(opts);
+  checkGemm(cache, {4, 16, 8}, true, 0, 0, 1);
+  checkGemm(cache, {4, 16, 8}, true, 0, 0, 2);
+  EXPECT_EQ(cache.primitivesCreated(), 1u);
+  checkGemm(cache, {8, 16, 8}, true, 0, 0, 3);
+  EXPECT_EQ(cache.primitivesCreated(), 2u);
+  for (int64_t m : {9, 300, 9, 1000, 17})
+    checkGemm(cache, {m, 16, 8}, true, 0, 0, 4 + int(m));
+  EXPECT_EQ(cache.primitivesCreated(), 3u);
+  checkGemm(cache, {4, 16, 8}, true, 0, 0, 5);
+  EXPECT_EQ(cache.primitivesCreated(), 3u);
+  EXPECT_EQ(cache.size(), 3u);
+}
+
+TEST(GemmTest, FusedReluMatchesGemmThenRelu) {
+  // oneDNN (threshold 0) and the small loop (default threshold), with and
+  // without bias, M alternating so the runtime-M memory objects are rebound.
+  for (int64_t smallMax : {int64_t(0), int64_t(1) << 40}) {
+    GemmCacheOptions opts{smallMax};
+    opts.blockBits = 0; // 200 and 300 through one runtime-M primitive
+    GemmCache cache(opts);
+    for (bool withBias : {false, true})
+      for (int64_t m : {3, 200, 64, 300, 3, 1}) {
+        SCOPED_TRACE(testing::Message() << "small=" << smallMax << " m=" << m
+                                        << " bias=" << withBias);
+        const int64_t k = 37, n = 29, lda = k + 3, ldc = n + 2;
+        std::vector<float> a = randomValues(m * lda, 7);
+        std::vector<float> w = randomValues(n * k, 8);
+        std::vector<float> bias = randomValues(n, 9);
+        std::vector<float> c(m * ldc, kSentinel), expected(m * ldc, kSentinel);
+        GemmArgs args;
+        args.m = m;
+        args.k = k;
+        args.n = n;
+        args.a = a.data();
+        args.lda = lda;
+        args.w = w.data();
+        args.bias = withBias ? bias.data() : nullptr;
+        args.c = c.data();
+        args.ldc = ldc;
+        args.relu = true;
+        Status status = cache.run(args);
+        ASSERT_TRUE(status.isOk()) << status.message();
+        referenceGemm(m, k, n, a.data(), lda, w.data(), args.bias,
+                      expected.data(), ldc);
+        int negatives = 0;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            negatives += expected[i * ldc + j] < 0.0f;
+            expected[i * ldc + j] = std::max(expected[i * ldc + j], 0.0f);
+          }
+        EXPECT_GT(negatives, 0); // the ReLU has something to do
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < ldc; ++j)
+            ASSERT_NEAR(c[i * ldc + j], expected[i * ldc + j], 1e-4f)
+                << "at (" << i << ", " << j << ")";
+      }
+    if (smallMax == 0)
+      // With and without bias: m 3, 64 and 1 each, 200 and 300 share one.
+      EXPECT_EQ(cache.primitivesCreated(), 8u);
+  }
 }
 
 TEST(GemmTest, ExecutorGemmStepOnWindowsWithParameters) {

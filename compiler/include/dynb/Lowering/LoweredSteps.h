@@ -39,6 +39,8 @@ struct LoweredStep {
   /// In an expert module: weight and bias are stacked per expert and the
   /// GEMM reads the running expert's slice.
   bool perExpert = false;
+  /// Gemm: a ReLU on c, fused as a oneDNN post-op (the linear's only use).
+  bool relu = false;
   // Kernel: kernels[kernel] called on args (inputs, then outputs).
   unsigned kernel = 0;
   llvm::SmallVector<SlotRef, 8> args;

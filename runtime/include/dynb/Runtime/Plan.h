@@ -80,6 +80,8 @@ struct GemmStep {
   bool hasBias = false;
   BufferId bias = 0;
   Region c;
+  /// c = max(c, 0) after the bias, in the GEMM (oneDNN post-op).
+  bool relu = false;
 };
 
 /// Calls a kernel on `rows` rows; every argument region has that many rows.
