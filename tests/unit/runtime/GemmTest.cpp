@@ -179,7 +179,8 @@ TEST(GemmTest, FusedReluMatchesGemmThenRelu) {
   // without bias, M alternating so the runtime-M memory objects are rebound.
   for (int64_t smallMax : {int64_t(0), int64_t(1) << 40}) {
     GemmCacheOptions opts{smallMax};
-    opts.blockBits = 0; // 200 and 300 through one runtime-M primitive
+    opts.fixedMaxM = 64; // 3, 64 and 1 exact
+    opts.blockBits = 0;  // 200 and 300 through one runtime-M primitive
     GemmCache cache(opts);
     for (bool withBias : {false, true})
       for (int64_t m : {3, 200, 64, 300, 3, 1}) {

@@ -32,18 +32,21 @@ struct GemmCacheOptions {
   /// GEMMs with m at or below this get a primitive for their exact m
   /// (oneDNN's brgemm kernels: twice the rate of its runtime-M GEMM at small
   /// m, a third more at m 256).
-  int64_t fixedMaxM = 128;
+  int64_t fixedMaxM = 32;
   /// Larger m runs as consecutive row blocks: the rows left rounded down to
   /// their `blockBits` leading binary digits, until at most fixedMaxM are
-  /// left, each block a primitive for its exact size: m 1200 is 1184 + 16,
-  /// m 10000 is 9984 + 16. The first block holds nearly all rows (more than
+  /// left, each block a primitive for its exact size: m 1200 is 1152 + 48,
+  /// m 100 is 96 + 4. The first block holds nearly all rows (more than
   /// 1 - 2^(1 - blockBits) of them), so the GEMM runs at about the rate of
   /// one exact-m primitive, and the cache holds at most fixedMaxM +
   /// 2^(blockBits - 1) primitives per (k, n, lda, ldc, bias, relu) and
-  /// octave of m above fixedMaxM, however many distinct m a run has. 0 runs every m above
-  /// fixedMaxM as one call of a runtime-M primitive (M = DNNL_RUNTIME_DIM_VAL:
-  /// oneDNN 2.6 then takes its gemm:jit, slower below m ~ 4000), one per key.
-  int blockBits = 6;
+  /// octave of m above fixedMaxM, however many distinct m a run has (each
+  /// primitive costs tens of KB of descriptors and JIT code: on SST train at
+  /// batch 256 these sizes keep the streamed run within 1.5x its memory
+  /// floor, where 128 and 6 did not). 0 runs every m above fixedMaxM as one
+  /// call of a runtime-M primitive (M = DNNL_RUNTIME_DIM_VAL: oneDNN 2.6
+  /// then takes its gemm:jit, slower below m ~ 4000), one per key.
+  int blockBits = 5;
 };
 
 /// Owns a oneDNN CPU engine and stream and one matmul primitive per distinct
