@@ -184,15 +184,16 @@ def treelstm_section(d, charts, plt):
                   "| run | floor | used / floor | anon used | anon / floor |",
                   "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in d["scale"]:
-            ratio = lambda x: "-" if x is None else "%.2fx" % x
+            def times(x):
+                return "-" if x is None else "%.2fx" % x
             lines.append("| %s | %s | %d | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s "
                          "| %s | %s |" % (
                 r.get("input", "whole"), r["split"], r["instances"], rate(r["trees_per_second"]),
                 *(r[k] / 2**20 for k in ("peak_rss_bytes", "rss_start_bytes", "graphs_bytes",
                                          "plans_bytes", "run_bytes", "floor_bytes")),
-                ratio(r["over_floor"]),
+                times(r["over_floor"]),
                 "-" if r.get("anon_used_bytes") is None else "%.0f" % (r["anon_used_bytes"] / 2**20),
-                ratio(r.get("anon_over_floor"))))
+                times(r.get("anon_over_floor"))))
         lines.append("")
     lines += ["Headlines of that run:", ""] + ["- " + h for h in d.get("headlines", [])] + [""]
     return lines

@@ -40,12 +40,13 @@ struct GemmCacheOptions {
   /// 1 - 2^(1 - blockBits) of them), so the GEMM runs at about the rate of
   /// one exact-m primitive, and the cache holds at most fixedMaxM +
   /// 2^(blockBits - 1) primitives per (k, n, lda, ldc, bias, relu) and
-  /// octave of m above fixedMaxM, however many distinct m a run has (each
-  /// primitive costs tens of KB of descriptors and JIT code: on SST train at
-  /// batch 256 these sizes keep the streamed run within 1.5x its memory
-  /// floor, where 128 and 6 did not). 0 runs every m above fixedMaxM as one
-  /// call of a runtime-M primitive (M = DNNL_RUNTIME_DIM_VAL: oneDNN 2.6
-  /// then takes its gemm:jit, slower below m ~ 4000), one per key.
+  /// octave of m above fixedMaxM, however many distinct m a run has. Each
+  /// primitive costs tens of KB of descriptors and JIT code: against 128
+  /// and 6, these sizes saved about 5 MiB on SST train at batch 256 (what
+  /// brings the streamed run within 1.5x its floor), at the same TreeLSTM
+  /// rate in alternating runs. 0 runs every m above fixedMaxM as one call
+  /// of a runtime-M primitive (M = DNNL_RUNTIME_DIM_VAL: oneDNN 2.6 then
+  /// takes its gemm:jit, slower below m ~ 4000), one per key.
   int blockBits = 5;
 };
 
