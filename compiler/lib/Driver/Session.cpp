@@ -414,9 +414,28 @@ public:
       return emitError(loc) << "run failed: " << s.message();
     return success();
   }
-  void beginTimed() { beforeTimed = executor.stats(); }
-  /// Adds what the executor counted since beginTimed to the result.
-  void endTimed() {
+  /// Runs every plan `repeat` times, adding each pass's time to
+  /// RunResult::passSeconds (a streamed run calls this once a batch, and
+  /// its passes are the sums over the batches) and the executor's counts
+  /// to the result.
+  LogicalResult timedPasses(const std::vector<rt::Plan> &plans, unsigned repeat,
+                            Location loc) {
+    result.passSeconds.resize(repeat, 0.0);
+    rt::ExecutorStats beforeTimed = executor.stats();
+    for (unsigned r = 0; r < repeat; ++r) {
+      auto start = std::chrono::steady_clock::now();
+      for (const rt::Plan &plan : plans)
+        if (failed(runOnce(plan, loc)))
+          return failure();
+      result.passSeconds[r] += secondsSince(start);
+    }
+    addTimedStats(beforeTimed);
+    return success();
+  }
+
+private:
+  /// Adds what the executor counted since `beforeTimed` to the result.
+  void addTimedStats(const rt::ExecutorStats &beforeTimed) {
     const rt::ExecutorStats &after = executor.stats();
     result.arenaBytes = after.arenaCapacityBytes;
     result.profile.gather += after.gatherSeconds - beforeTimed.gatherSeconds;
@@ -431,7 +450,6 @@ public:
         after.dispatchParamBytes - beforeTimed.dispatchParamBytes;
   }
 
-private:
   static rt::ExecutorOptions executorOptions(const RunOptions &options) {
     rt::ExecutorOptions exOpts;
     exOpts.numThreads = options.threads;
@@ -441,7 +459,6 @@ private:
 
   rt::Executor executor;
   RunResult &result;
-  rt::ExecutorStats beforeTimed;
   std::vector<float> buffer;
 };
 } // namespace
@@ -478,15 +495,8 @@ FailureOr<RunResult> Session::run(const RunOptions &options) {
   }
   for (const std::vector<float> &v : result.outputs.values)
     result.outputBytes += int64_t(v.size() * sizeof(float));
-  runner.beginTimed();
-  for (unsigned r = 0; r < options.repeat; ++r) {
-    auto start = std::chrono::steady_clock::now();
-    for (const rt::Plan &plan : *plans)
-      if (failed(runner.runOnce(plan, loc)))
-        return failure();
-    result.passSeconds.push_back(secondsSince(start));
-  }
-  runner.endTimed();
+  if (failed(runner.timedPasses(*plans, options.repeat, loc)))
+    return failure();
   return result;
 }
 
@@ -522,7 +532,6 @@ FailureOr<RunResult> Session::runStreamed(const RunOptions &options) {
   if (failed(stream_->rewind(*ctx_)))
     return failure();
   PlanRunner runner(params_, options, result);
-  result.passSeconds.assign(options.repeat, 0.0);
   // batchSize 0 reads every instance as one batch, as the whole-input run
   // batches them.
   size_t perBatch = size_t(std::max<int64_t>(options.batchSize, 0));
@@ -580,15 +589,8 @@ FailureOr<RunResult> Session::runStreamed(const RunOptions &options) {
       llvm::append_range(result.outputs.values[p], values);
     result.residentAfterBatch.push_back(residentBytes());
     result.sampleAnonymous();
-    runner.beginTimed();
-    for (unsigned r = 0; r < options.repeat; ++r) {
-      auto start = std::chrono::steady_clock::now();
-      for (const rt::Plan &plan : *plans)
-        if (failed(runner.runOnce(plan, loc)))
-          return failure();
-      result.passSeconds[r] += secondsSince(start);
-    }
-    runner.endTimed();
+    if (failed(runner.timedPasses(*plans, options.repeat, loc)))
+      return failure();
     firstInstance += read;
   }
   for (const std::vector<float> &v : result.outputs.values)
