@@ -2,8 +2,8 @@
 //
 // Which rows an expert gets is known only once the gate has run, so the
 // batching happens here: the rows are grouped by expert with a counting
-// sort and each used expert's GEMMs run once on its group. Experts with no
-// rows cost nothing; an expert with every row runs one full-size GEMM.
+// sort and each used expert's body runs on its group, in tiles spread over
+// the threads. Experts with no rows cost nothing.
 //
 //===----------------------------------------------------------------------===//
 #include "DispatchRunner.h"
@@ -13,6 +13,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 using namespace dynb::rt;
@@ -127,39 +128,43 @@ Status DispatchRunner::run(const DispatchStep &step,
   // 2. Routing: top k, softmax, counting sort by expert.
   routeTopK(logitRows, experts, tokens, experts, k, routing_, &pool);
 
-  // 3. x's rows in expert order, unless the order is x's own.
+  // 3. and 4.: the rows in expert order through the expert body.
   const int64_t routed = tokens * k;
   planDirect(step, resolved);
-  if (!direct_.readX) {
-    float *dst =
-        resolved.at(step.routedIn.buffer, step.routedIn.row, step.routedIn.col);
-    int64_t ldDst = resolved.buffers[step.routedIn.buffer].cols;
-    size_t rowBytes = size_t(d) * sizeof(float);
-    maybeParallel(pool, routed, routed * int64_t(rowBytes),
-                  opts.copyParallelMinBytes, [&](int64_t begin, int64_t end) {
-                    for (int64_t s = begin; s < end; ++s)
-                      std::memcpy(dst + s * ldDst,
-                                  x + int64_t(routing_.tokenAt[s]) * ldx,
-                                  rowBytes);
-                  });
+  const unsigned threads = pool.numThreads();
+  DispatchBody mode = opts.body;
+  if (mode == DispatchBody::Auto)
+    mode = direct_.readX && direct_.writeOut ? DispatchBody::ByStep
+                                             : DispatchBody::ByTiles;
+  if (mode == DispatchBody::ByTiles &&
+      planTiles(step, resolved, threads, opts)) {
+    direct_ = Direct{};
+    if (Status s = runBodyByTiles(step, resolved, threads, opts, stats))
+      return s;
+    // Top 1: the tiles wrote out's rows themselves.
+    if (k == 1)
+      return Status::ok();
+  } else {
+    if (!direct_.readX) {
+      float *dst = resolved.at(step.routedIn.buffer, step.routedIn.row,
+                               step.routedIn.col);
+      int64_t ldDst = resolved.buffers[step.routedIn.buffer].cols;
+      size_t rowBytes = size_t(d) * sizeof(float);
+      maybeParallel(pool, routed, routed * int64_t(rowBytes),
+                    opts.copyParallelMinBytes, [&](int64_t begin, int64_t end) {
+                      for (int64_t s = begin; s < end; ++s)
+                        std::memcpy(dst + s * ldDst,
+                                    x + int64_t(routing_.tokenAt[s]) * ldx,
+                                    rowBytes);
+                    });
+    }
+    if (Status body = runBodyByStep(step, resolved, gemm, pool, opts, stats))
+      return body;
+    if (direct_.writeOut)
+      return Status::ok();
   }
 
-  // 4. The expert body. With at least two experts a thread, running whole
-  // experts side by side beats splitting each expert's GEMMs across the
-  // threads: oneDNN's split of a GEMM of ~100 rows costs a third of its
-  // rate, and an expert's hidden rows stay in its thread's cache.
-  unsigned threads = pool.numThreads();
-  Status body =
-      threads > 1 && routing_.usedExperts.size() >= 2 * size_t(threads)
-          ? runBodyByExpert(step, resolved, threads, opts, stats)
-          : runBodyByStep(step, resolved, gemm, pool, opts, stats);
-  if (body)
-    return body;
-
-  // 5. out[t] = sum_j gate[t, j] * routedOut[slot(t, j)], in choice order;
-  // under direct routing the body wrote out itself (top 1: gate 1).
-  if (direct_.writeOut)
-    return Status::ok();
+  // 5. out[t] = sum_j gate[t, j] * routedOut[slot(t, j)], in choice order.
   const int64_t outCols = step.out.cols;
   float *out = resolved.at(step.out.buffer, step.out.row, step.out.col);
   const int64_t ldOut = resolved.buffers[step.out.buffer].cols;
@@ -252,59 +257,163 @@ Status DispatchRunner::runBodyByStep(const DispatchStep &step,
   return Status::ok();
 }
 
-Status DispatchRunner::runBodyByExpert(const DispatchStep &step,
-                                       const ResolvedBuffers &resolved,
-                                       unsigned threads, const Options &opts,
-                                       ExecutorStats &stats) {
-  while (threadGemms_.size() < threads)
-    threadGemms_.push_back(
-        std::make_unique<GemmCache>(GemmCacheOptions{opts.smallGemmMaxMacs}));
-  // Largest first, each to the least loaded thread. The assignment is a
-  // function of the routing alone, so a repeated batch sends every expert
-  // to the same thread and finds its GEMM primitives in that thread's cache.
+bool DispatchRunner::planTiles(const DispatchStep &step,
+                               const ResolvedBuffers &resolved,
+                               unsigned threads, const Options &opts) {
+  const int64_t routed = step.x.rows * step.topK;
+  // Every buffer of the body must hold exactly the routed rows, each region
+  // all of them from row 0: then a tile's rows map onto scratch rows.
+  tileBuffers_.clear();
+  bool fits = true;
+  auto use = [&](const Region &r) {
+    const BufferDesc &desc = resolved.buffers[r.buffer];
+    if (desc.kind != BufferDesc::Kind::Arena || desc.rows != routed ||
+        r.row != 0 || r.rows != routed)
+      fits = false;
+    if (std::find(tileBuffers_.begin(), tileBuffers_.end(), r.buffer) ==
+        tileBuffers_.end())
+      tileBuffers_.push_back(r.buffer);
+  };
+  use(step.routedIn);
+  for (const Step &inner : step.body) {
+    if (inner.kind == Step::Kind::Gemm) {
+      use(inner.gemm.a);
+      use(inner.gemm.c);
+    } else if (inner.kind == Step::Kind::Kernel) {
+      for (const Region &r : inner.kernel.args)
+        use(r);
+    } else {
+      return false;
+    }
+  }
+  use(step.routedOut);
+  if (!fits || step.routedIn.col != 0 || step.routedIn.cols != step.x.cols)
+    return false;
+
+  // Tiles: an expert's rows split evenly into pieces of at most tileMaxRows;
+  // above 32 rows (where GemmCache keeps exact-m primitives) a piece's GEMMs
+  // run on m rounded up to a multiple of 16, so at most a few primitives per
+  // shape serve any row counts. Largest experts first, for the balance.
+  const int64_t maxRows = std::max<int64_t>(opts.tileMaxRows, 16);
+  constexpr int64_t exactMaxRows = 32, padTo = 16;
   expertOrder_ = routing_.usedExperts;
   std::stable_sort(expertOrder_.begin(), expertOrder_.end(),
                    [&](int32_t a, int32_t b) {
                      return routing_.rowsOf(a) > routing_.rowsOf(b);
                    });
-  threadOf_.resize(expertOrder_.size());
-  std::vector<int64_t> load(threads, 0);
-  for (size_t i = 0; i < expertOrder_.size(); ++i) {
-    unsigned t = static_cast<unsigned>(
-        std::min_element(load.begin(), load.end()) - load.begin());
-    threadOf_[i] = t;
-    load[t] += routing_.rowsOf(expertOrder_[i]) + 1;
+  tiles_.clear();
+  int64_t capacity = 0;
+  for (int32_t e : expertOrder_) {
+    int64_t rows = routing_.rowsOf(e), begin = routing_.offsets[e];
+    int64_t pieces = (rows + maxRows - 1) / maxRows;
+    for (int64_t i = 0; i < pieces; ++i) {
+      int64_t lo = begin + rows * i / pieces;
+      int64_t hi = begin + rows * (i + 1) / pieces;
+      int64_t gemmRows = hi - lo <= exactMaxRows
+                             ? hi - lo
+                             : (hi - lo + padTo - 1) / padTo * padTo;
+      tiles_.push_back(Tile{e, lo, hi - lo, gemmRows});
+      capacity = std::max(capacity, gemmRows);
+    }
   }
+
+  // Scratch a thread: each body buffer's tile rows, 64-byte aligned.
+  constexpr int64_t align = 64 / sizeof(float);
+  int64_t floats = 0;
+  for (BufferId b : tileBuffers_)
+    floats += (capacity * resolved.buffers[b].cols + align - 1) / align * align;
+  if (tileScratch_.size() < threads)
+    tileScratch_.resize(threads);
+  for (unsigned t = 0; t < threads; ++t) {
+    TileScratch &scratch = tileScratch_[t];
+    if (scratch.storage.size() < size_t(floats + align))
+      scratch.storage.resize(size_t(floats + align));
+    scratch.bases = resolved.bases;
+    float *p = scratch.storage.data();
+    p += (align - (reinterpret_cast<uintptr_t>(p) / sizeof(float)) % align) %
+         align;
+    for (BufferId b : tileBuffers_) {
+      scratch.bases[b] = p;
+      p += (capacity * resolved.buffers[b].cols + align - 1) / align * align;
+    }
+  }
+  return true;
+}
+
+Status DispatchRunner::runBodyByTiles(const DispatchStep &step,
+                                      const ResolvedBuffers &resolved,
+                                      unsigned threads, const Options &opts,
+                                      ExecutorStats &stats) {
+  while (threadGemms_.size() < threads)
+    threadGemms_.push_back(
+        std::make_unique<GemmCache>(GemmCacheOptions{opts.smallGemmMaxMacs}));
+  const float *x = resolved.at(step.x.buffer, step.x.row, step.x.col);
+  const int64_t ldx = resolved.buffers[step.x.buffer].cols;
+  const size_t inBytes = size_t(step.x.cols) * sizeof(float);
+  const BufferId inBuffer = step.routedIn.buffer;
+  const int64_t ldIn = resolved.buffers[inBuffer].cols;
+  const Region &res = step.routedOut;
+  const int64_t ldRes = resolved.buffers[res.buffer].cols;
+  const size_t resBytes = size_t(res.cols) * sizeof(float);
+  // Top 1 writes out's rows, gate-weighted; top k the routed output's rows
+  // in expert order, for the combine.
+  const bool toOut = step.topK == 1;
+  float *dst = toOut ? resolved.at(step.out.buffer, step.out.row, step.out.col)
+                     : resolved.at(res.buffer, 0, res.col);
+  const int64_t ldDst = toOut ? resolved.buffers[step.out.buffer].cols : ldRes;
+
   std::vector<ExecutorStats> counts(threads);
   std::vector<Status> failures(threads);
-  const size_t numExperts = expertOrder_.size();
-  // oneDNN runs single-threaded inside this parallel region.
+  std::atomic<size_t> next{0};
+  const size_t numTiles = tiles_.size();
+  // oneDNN runs single-threaded inside this parallel region; tiles go to
+  // whichever thread is free, largest experts first.
 #pragma omp parallel num_threads(threads)
   {
     unsigned t = static_cast<unsigned>(omp_get_thread_num());
-    unsigned team = static_cast<unsigned>(omp_get_num_threads());
-    // A smaller team than asked for: its threads take the missing ones'
-    // experts too.
-    for (unsigned owner = t; owner < threads && !failures[t]; owner += team)
-      for (size_t i = 0; i < numExperts && !failures[t]; ++i) {
-        if (threadOf_[i] != owner)
+    ResolvedBuffers local{resolved.buffers, tileScratch_[t].bases};
+    float *in = tileScratch_[t].bases[inBuffer];
+    const float *result = tileScratch_[t].bases[res.buffer] + res.col;
+    for (size_t i = next++; i < numTiles && !failures[t]; i = next++) {
+      const Tile &tile = tiles_[i];
+      for (int64_t r = 0; r < tile.rows; ++r)
+        std::memcpy(in + r * ldIn,
+                    x + int64_t(routing_.tokenAt[tile.row + r]) * ldx, inBytes);
+      // Padding rows: zeros keep every value the GEMMs see finite.
+      if (tile.gemmRows > tile.rows)
+        std::memset(in + tile.rows * ldIn, 0,
+                    size_t((tile.gemmRows - tile.rows) * ldIn) * sizeof(float));
+      for (const Step &inner : step.body) {
+        if (inner.kind == Step::Kind::Kernel) {
+          runKernelRows(inner.kernel, local, 0, tile.gemmRows);
           continue;
-        int32_t e = expertOrder_[i];
-        int64_t row = routing_.offsets[e], rows = routing_.rowsOf(e);
-        for (const Step &inner : step.body) {
-          if (inner.kind == Step::Kind::Kernel) {
-            runKernelRows(inner.kernel, resolved, row, row + rows);
-            continue;
-          }
-          GemmArgs args = expertGemm(inner.gemm, e, row, rows, resolved);
-          if (Status s = threadGemms_[t]->run(args)) {
-            failures[t] =
-                Status::error(fmt::format("expert {}: {}", e, s.message()));
-            break;
-          }
-          tally(args, counts[t]);
         }
+        GemmArgs args =
+            expertGemm(inner.gemm, tile.expert, 0, tile.gemmRows, local);
+        if (Status s = threadGemms_[t]->run(args)) {
+          failures[t] = Status::error(
+              fmt::format("expert {}: {}", tile.expert, s.message()));
+          break;
+        }
+        args.m = tile.rows; // count the rows' work, not the padding's
+        tally(args, counts[t]);
       }
+      if (toOut) {
+        for (int64_t r = 0; r < tile.rows; ++r) {
+          int32_t token = routing_.tokenAt[tile.row + r];
+          // The combine's product, so every path writes the same bits.
+          const float w = routing_.gateOf[token];
+          const float *src = result + r * ldRes;
+          float *o = dst + int64_t(token) * ldDst;
+          for (int64_t i = 0; i < res.cols; ++i)
+            o[i] = w * src[i];
+        }
+      } else {
+        for (int64_t r = 0; r < tile.rows; ++r)
+          std::memcpy(dst + (tile.row + r) * ldDst, result + r * ldRes,
+                      resBytes);
+      }
+    }
   }
   for (unsigned t = 0; t < threads; ++t) {
     if (failures[t])

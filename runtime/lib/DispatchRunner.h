@@ -13,9 +13,9 @@
 
 namespace dynb::rt {
 
-/// Runs dispatch steps (Plan.h): gate GEMM, top-k routing, a copy of the rows
-/// into expert order, the expert body per used expert, and the gate-weighted
-/// sum back in row order. Holds the routing buffers between runs.
+/// Runs dispatch steps (Plan.h): gate GEMM, top-k routing, the expert body
+/// on each used expert's rows, and the gate-weighted sum back in row order.
+/// Holds the routing buffers and scratch between runs.
 class DispatchRunner {
 public:
   struct Options {
@@ -23,6 +23,9 @@ public:
     int64_t copyParallelMinBytes = 64 * 1024;
     /// For the per-thread GEMM caches (see GemmCacheOptions).
     int64_t smallGemmMaxMacs = 4096;
+    DispatchBody body = DispatchBody::Auto;
+    /// See ExecutorOptions::dispatchTileMaxRows.
+    int64_t tileMaxRows = 256;
   };
 
   /// Counts its GEMM calls, their flops and the parameter bytes they read
@@ -38,11 +41,20 @@ private:
                        const ResolvedBuffers &resolved, GemmCache &gemm,
                        ThreadPool &pool, const Options &opts,
                        ExecutorStats &stats);
-  /// The body expert by expert, experts spread over the threads (largest
-  /// first), each expert's GEMMs and kernels on one thread.
-  Status runBodyByExpert(const DispatchStep &step,
-                         const ResolvedBuffers &resolved, unsigned threads,
-                         const Options &opts, ExecutorStats &stats);
+  /// The body tile by tile: each used expert's rows in tiles of at most
+  /// Options::tileMaxRows, the tiles spread over the threads. A tile gathers
+  /// its rows of x into thread-local scratch, runs the whole body there
+  /// (single-threaded GEMMs, m padded up to a multiple of 16 above 32 rows
+  /// so a few primitives serve every size) and writes its result rows out:
+  /// straight into out's token rows under top 1, else into the routed
+  /// output for the combine. Nothing of the body then goes through memory
+  /// in expert order. False when the body's buffers are not all routed
+  /// arena buffers (the other paths serve those).
+  bool planTiles(const DispatchStep &step, const ResolvedBuffers &resolved,
+                 unsigned threads, const Options &opts);
+  Status runBodyByTiles(const DispatchStep &step,
+                        const ResolvedBuffers &resolved, unsigned threads,
+                        const Options &opts, ExecutorStats &stats);
 
   /// Direct routing (planDirect): the expert order is the token order, so
   /// the body's GEMMs read x in place of the routed copy (readX) and the GEMM
@@ -62,12 +74,24 @@ private:
 
   Routing routing_;
   Direct direct_;
-  /// One GEMM cache a thread for runBodyByExpert: a cache binds its
+  /// One GEMM cache a thread for runBodyByTiles: a cache binds its
   /// primitives' memory objects to each call's pointers, so it serves one
   /// thread at a time.
   std::vector<std::unique_ptr<GemmCache>> threadGemms_;
-  std::vector<int32_t> expertOrder_;
-  std::vector<unsigned> threadOf_; // the thread of expertOrder_[i]
+  struct Tile {
+    int32_t expert;
+    int64_t row, rows, gemmRows; // rows of the expert order; m of its GEMMs
+  };
+  std::vector<Tile> tiles_;
+  /// Per thread: scratch for the body buffers of one tile, and the buffer
+  /// bases with those buffers pointing into it.
+  struct TileScratch {
+    std::vector<float> storage;
+    std::vector<float *> bases;
+  };
+  std::vector<TileScratch> tileScratch_;
+  std::vector<BufferId> tileBuffers_; // the body's buffers, held per tile
+  std::vector<int32_t> expertOrder_;  // used experts, most rows first
 };
 
 } // namespace dynb::rt

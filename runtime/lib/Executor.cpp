@@ -149,11 +149,11 @@ Status Executor::Impl::run(const Plan &plan) {
       ++stats.kernelCalls;
       break;
     case Step::Kind::Dispatch: {
-      Status status =
-          dispatch.run(step.dispatch, resolved, gemm, pool,
-                       {opts.kernelParallelMinElements,
-                        opts.gatherParallelMinBytes, opts.smallGemmMaxMacs},
-                       stats);
+      Status status = dispatch.run(
+          step.dispatch, resolved, gemm, pool,
+          {opts.kernelParallelMinElements, opts.gatherParallelMinBytes,
+           opts.smallGemmMaxMacs, opts.dispatchBody, opts.dispatchTileMaxRows},
+          stats);
       stats.gemmPrimitivesCreated = gemm.primitivesCreated();
       if (status)
         return Status::error(

@@ -31,6 +31,35 @@ void topKOfRow(const float *row, int64_t experts, int64_t k, int32_t *expert,
   }
 }
 
+/// topKOfRow for k = 1: the first index of the row's maximum (a NaN never
+/// wins a comparison; a NaN first element stays, as there). Sixteen
+/// independent running maxima let the compiler keep them in one vector
+/// register: the scalar scan, one dependent compare a logit, took 1.6 ms of
+/// a 25 ms dispatch at 10,000 tokens and 100 experts.
+int32_t argMaxOfRow(const float *row, int64_t experts) {
+  float best = row[0];
+  if (best != best)
+    return 0;
+  constexpr int64_t lanes = 16;
+  int64_t e = 1;
+  if (experts - e >= lanes) {
+    float lane[lanes];
+    for (int64_t l = 0; l < lanes; ++l)
+      lane[l] = best;
+    for (; e + lanes <= experts; e += lanes)
+      for (int64_t l = 0; l < lanes; ++l)
+        lane[l] = row[e + l] > lane[l] ? row[e + l] : lane[l];
+    for (int64_t l = 0; l < lanes; ++l)
+      best = lane[l] > best ? lane[l] : best;
+  }
+  for (; e < experts; ++e)
+    best = row[e] > best ? row[e] : best;
+  int32_t first = 0;
+  while (!(row[first] == best))
+    ++first;
+  return first;
+}
+
 uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -59,6 +88,15 @@ void dynb::rt::routeTopK(const float *logits, int64_t ld, int64_t tokens,
     for (int64_t t = begin; t < end; ++t) {
       int32_t *expert = out.expertOf.data() + t * k;
       float *gate = out.gateOf.data() + t * k;
+      if (k == 1) {
+        expert[0] = argMaxOfRow(logits + t * ld, experts);
+        // The softmax of one logit, computed as below (1, or NaN for an
+        // infinite logit).
+        float top = logits[t * ld + expert[0]];
+        float weight = std::exp(top - top);
+        gate[0] = weight / weight;
+        continue;
+      }
       topKOfRow(logits + t * ld, experts, k, expert, gate);
       float top = gate[0], sum = 0.0f;
       for (int64_t j = 0; j < k; ++j)
@@ -67,8 +105,9 @@ void dynb::rt::routeTopK(const float *logits, int64_t ld, int64_t tokens,
         gate[j] /= sum;
     }
   };
-  // Below about a million logits, waking the workers costs more than it saves.
-  if (pool && tokens > 1 && tokens * experts >= (int64_t(1) << 20))
+  // Below about 64K logits (some 30 us of scanning), waking the workers
+  // costs more than it saves.
+  if (pool && tokens > 1 && tokens * experts >= (int64_t(1) << 16))
     pool->parallelFor(tokens, scoreRows);
   else
     scoreRows(0, tokens);

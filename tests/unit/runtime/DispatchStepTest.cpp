@@ -63,9 +63,11 @@ std::vector<double> naiveExpert(const ParameterStore &p, const Moe &m,
   return y;
 }
 
-void checkDispatch(const Moe &m, uint32_t seed) {
+void checkDispatch(const Moe &m, uint32_t seed, ExecutorOptions options = {}) {
   SCOPED_TRACE(testing::Message()
-               << m.tokens << " tokens, top " << m.k << " of " << m.experts);
+               << m.tokens << " tokens, top " << m.k << " of " << m.experts
+               << ", body " << int(options.dispatchBody) << ", tiles of "
+               << options.dispatchTileMaxRows);
   ParameterStore params;
   auto add = [&](const char *name, std::vector<int64_t> shape, uint32_t s) {
     int64_t n = 1;
@@ -121,7 +123,7 @@ void checkDispatch(const Moe &m, uint32_t seed) {
   plan.steps.push_back(std::move(step));
   planArena(plan);
 
-  Executor executor(params);
+  Executor executor(params, options);
   Status status = executor.validate(plan);
   ASSERT_TRUE(status.isOk()) << status.message();
   // Twice: the second run reuses the routing buffers and cached primitives.
@@ -181,6 +183,39 @@ TEST(DispatchStepTest, TopOneInTokenOrderSkipsTheCopies) {
   checkDispatch({64, 3, 1, 8, 16, 5}, 9);
   checkDispatch({64, 3, 1, 8, 16, 5, true}, 10);
   checkDispatch({64, 3, 2, 8, 16, 5, true}, 11);
+}
+
+/// Every case above under both ways of running the body, and tiles small
+/// enough that experts span several, with padded GEMM rows.
+TEST(DispatchStepTest, BodyByStepAndByTilesAgree) {
+  const Moe cases[] = {
+      {37, 5, 2, 6, 8, 3},        {1, 4, 3, 5, 7, 5},
+      {20, 1, 1, 4, 4, 4},        {9, 300, 4, 8, 8, 8},
+      {200, 8, 8, 16, 32, 16},    {300, 1, 1, 8, 16, 8, true},
+      {64, 3, 1, 8, 16, 5, true}, {64, 3, 2, 8, 16, 5, true},
+      {400, 3, 1, 12, 20, 7},     {400, 3, 2, 12, 20, 7, true},
+  };
+  uint32_t seed = 20;
+  for (DispatchBody body : {DispatchBody::ByStep, DispatchBody::ByTiles})
+    for (int64_t tileRows : {256, 48, 16})
+      for (const Moe &m : cases) {
+        ExecutorOptions options;
+        options.dispatchBody = body;
+        options.dispatchTileMaxRows = tileRows;
+        checkDispatch(m, ++seed, options);
+      }
+}
+
+/// Tiles over a single thread and over more threads than tiles.
+TEST(DispatchStepTest, TilesOnOneAndManyThreads) {
+  for (unsigned threads : {1u, 4u}) {
+    ExecutorOptions options;
+    options.dispatchBody = DispatchBody::ByTiles;
+    options.dispatchTileMaxRows = 40;
+    options.numThreads = threads;
+    checkDispatch({150, 6, 2, 8, 16, 8}, 40 + threads, options);
+    checkDispatch({3, 6, 1, 8, 16, 8}, 50 + threads, options);
+  }
 }
 
 TEST(DispatchStepTest, ValidationRejectsMismatchedStacks) {

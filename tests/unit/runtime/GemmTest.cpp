@@ -218,9 +218,10 @@ TEST(GemmTest, FusedReluMatchesGemmThenRelu) {
             ASSERT_NEAR(c[i * ldc + j], expected[i * ldc + j], 1e-4f)
                 << "at (" << i << ", " << j << ")";
       }
-    if (smallMax == 0)
+    if (smallMax == 0) {
       // With and without bias: m 3, 64 and 1 each, 200 and 300 share one.
       EXPECT_EQ(cache.primitivesCreated(), 8u);
+    }
   }
 }
 
