@@ -88,13 +88,23 @@ def layer_flops(g, experts, tokens):
     return 2 * tokens * (d * experts + k * (d * h + h * d))
 
 
+# dynbc's executor keeps copies of expert weights in oneDNN's layout while
+# they total at most this (ExecutorOptions::dispatchPackedWeightMaxBytes).
+PACKED_WEIGHT_MAX_BYTES = 1 << 30
+
+
 def memory_needed(g, experts, tokens):
-    """Bytes dynbc holds at once: parameters plus the batched plan's buffers."""
+    """Bytes dynbc holds at once: parameters, the batched plan's buffers and
+    the packed expert weights (each of W1, W2 while within the budget)."""
     d, h, k = g["d"], g["hidden"], g["k"]
     params = tokens * d + experts * d + experts * (h * d + h + d * h + d)
     routed = tokens * k
     arena = tokens * d + tokens * experts + routed * (d + 2 * h + d) + tokens * d
-    return 4 * (params + arena)
+    packed = 0
+    for weight in (4 * experts * h * d, 4 * experts * d * h):
+        if packed + weight <= PACKED_WEIGHT_MAX_BYTES:
+            packed += weight
+    return 4 * (params + arena) + packed
 
 
 def dense_gemm(build, m, k, n):

@@ -60,6 +60,13 @@ GemmArgs DispatchRunner::expertGemm(const GemmStep &g, int32_t e, int64_t row,
   args.w = resolved.bases[g.weight] + int64_t(e) * n * k;
   args.bias = g.hasBias ? resolved.bases[g.bias] + int64_t(e) * n : nullptr;
   args.relu = g.relu;
+  const float *source = resolved.bases[g.weight];
+  for (const PackedWeights &packed : packed_)
+    if (packed.source == source && packed.k == k && packed.n == n) {
+      if (packed.data)
+        args.packedW = packed.data.get() + int64_t(e) * packed.expertFloats;
+      break;
+    }
   if (direct_.readX && g.a.buffer == direct_.routedIn.buffer) {
     args.a = direct_.x + row * direct_.ldx + (g.a.col - direct_.routedIn.col);
     args.lda = direct_.ldx;
@@ -127,6 +134,9 @@ Status DispatchRunner::run(const DispatchStep &step,
 
   // 2. Routing: top k, softmax, counting sort by expert.
   routeTopK(logitRows, experts, tokens, experts, k, routing_, &pool);
+
+  if (Status s = packExpertWeights(step, resolved, gemm, opts))
+    return s;
 
   // 3. and 4.: the rows in expert order through the expert body.
   const int64_t routed = tokens * k;
@@ -421,6 +431,48 @@ Status DispatchRunner::runBodyByTiles(const DispatchStep &step,
     stats.gemmCalls += counts[t].gemmCalls;
     stats.dispatchGemmFlops += counts[t].dispatchGemmFlops;
     stats.dispatchParamBytes += counts[t].dispatchParamBytes;
+  }
+  return Status::ok();
+}
+
+Status DispatchRunner::packExpertWeights(const DispatchStep &step,
+                                         const ResolvedBuffers &resolved,
+                                         GemmCache &gemm, const Options &opts) {
+  for (const Step &inner : step.body) {
+    if (inner.kind != Step::Kind::Gemm)
+      continue;
+    const GemmStep &g = inner.gemm;
+    const float *source = resolved.bases[g.weight];
+    const int64_t k = g.a.cols, n = g.c.cols;
+    if (std::any_of(packed_.begin(), packed_.end(),
+                    [&](const PackedWeights &p) {
+                      return p.source == source && p.k == k && p.n == n;
+                    }))
+      continue;
+    PackedWeights &packed = packed_.emplace_back();
+    packed.source = source;
+    packed.k = k;
+    packed.n = n;
+    packed.expertFloats = gemm.packedWeightFloats(k, n);
+    // Whole 64-byte lines an expert keep every expert's copy aligned.
+    packed.expertFloats = (packed.expertFloats + 15) / 16 * 16;
+    const int64_t bytes =
+        step.experts * packed.expertFloats * int64_t(sizeof(float));
+    if (packed.expertFloats <= 0 ||
+        packedBytes_ + bytes > opts.packedWeightMaxBytes)
+      continue;
+    packed.data.reset(
+        static_cast<float *>(std::aligned_alloc(64, size_t(bytes))));
+    if (!packed.data)
+      continue; // runs on the plain weights
+    for (int64_t e = 0; e < step.experts; ++e)
+      if (Status s =
+              gemm.packWeights(source + e * n * k, k, n,
+                               packed.data.get() + e * packed.expertFloats)) {
+        packed.data.reset();
+        return Status::error(fmt::format("expert {}: {}", e, s.message()));
+      }
+    packedBytes_ += bytes;
   }
   return Status::ok();
 }

@@ -8,6 +8,7 @@
 #include "dynb/Runtime/Routing.h"
 #include "dynb/Runtime/Status.h"
 
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -26,6 +27,8 @@ public:
     DispatchBody body = DispatchBody::Auto;
     /// See ExecutorOptions::dispatchTileMaxRows.
     int64_t tileMaxRows = 256;
+    /// See ExecutorOptions::dispatchPackedWeightMaxBytes.
+    int64_t packedWeightMaxBytes = int64_t(1) << 30;
   };
 
   /// Counts its GEMM calls, their flops and the parameter bytes they read
@@ -71,6 +74,25 @@ private:
   void planDirect(const DispatchStep &step, const ResolvedBuffers &resolved);
   GemmArgs expertGemm(const GemmStep &g, int32_t e, int64_t row, int64_t rows,
                       const ResolvedBuffers &resolved) const;
+
+  /// Packs the stacked weights of the body's GEMMs not seen before, while
+  /// the packed total stays within Options::packedWeightMaxBytes.
+  Status packExpertWeights(const DispatchStep &step,
+                           const ResolvedBuffers &resolved, GemmCache &gemm,
+                           const Options &opts);
+  struct FreeDeleter {
+    void operator()(float *p) const { std::free(p); }
+  };
+  /// One stacked weight [experts * n x k] in GemmCache's packed layout,
+  /// expertFloats apart; data is null when it was not packed (over the
+  /// budget), so it is not tried again.
+  struct PackedWeights {
+    const float *source;
+    int64_t k, n, expertFloats;
+    std::unique_ptr<float, FreeDeleter> data;
+  };
+  std::vector<PackedWeights> packed_;
+  int64_t packedBytes_ = 0;
 
   Routing routing_;
   Direct direct_;

@@ -13,8 +13,12 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <set>
+#include <string>
+#include <tuple>
 
 using namespace dynb::rt;
 
@@ -239,3 +243,32 @@ void Executor::copyOutput(const Plan &plan, size_t p,
 }
 
 const ExecutorStats &Executor::stats() const { return impl_->stats; }
+
+int64_t dynb::rt::dispatchPackedWeightBytes(const std::vector<Plan> &plans,
+                                            const ExecutorOptions &opts) {
+  if (opts.dispatchPackedWeightMaxBytes <= 0)
+    return 0;
+  // The layout's size comes from oneDNN, as the executor's cache asks it.
+  GemmCache layouts;
+  std::set<std::tuple<std::string, int64_t, int64_t>> seen;
+  int64_t total = 0;
+  for (const Plan &plan : plans)
+    for (const Step &step : plan.steps) {
+      if (step.kind != Step::Kind::Dispatch)
+        continue;
+      for (const Step &inner : step.dispatch.body) {
+        if (inner.kind != Step::Kind::Gemm)
+          continue;
+        const GemmStep &g = inner.gemm;
+        int64_t k = g.a.cols, n = g.c.cols;
+        if (!seen.emplace(plan.buffers[g.weight].paramName, k, n).second)
+          continue;
+        // As DispatchRunner::packExpertWeights decides, in run order.
+        int64_t floats = (layouts.packedWeightFloats(k, n) + 15) / 16 * 16;
+        int64_t bytes = step.dispatch.experts * floats * int64_t(sizeof(float));
+        if (floats > 0 && total + bytes <= opts.dispatchPackedWeightMaxBytes)
+          total += bytes;
+      }
+    }
+  return total;
+}

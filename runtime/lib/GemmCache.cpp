@@ -27,10 +27,12 @@ struct MatmulKey {
   int64_t m; // or DNNL_RUNTIME_DIM_VAL (GemmCacheOptions::blockBits 0)
   int64_t k, n, lda, ldc;
   bool hasBias, relu;
+  bool packed; // GemmArgs::packedW given
 
   bool operator==(const MatmulKey &other) const {
     return m == other.m && k == other.k && n == other.n && lda == other.lda &&
-           ldc == other.ldc && hasBias == other.hasBias && relu == other.relu;
+           ldc == other.ldc && hasBias == other.hasBias && relu == other.relu &&
+           packed == other.packed;
   }
 };
 
@@ -39,7 +41,8 @@ struct MatmulKeyHash {
     uint64_t h = 0x9e3779b97f4a7c15ull;
     for (int64_t field :
          {key.m, key.k, key.n, key.lda, key.ldc,
-          static_cast<int64_t>(key.hasBias), static_cast<int64_t>(key.relu)}) {
+          static_cast<int64_t>(key.hasBias), static_cast<int64_t>(key.relu),
+          static_cast<int64_t>(key.packed)}) {
       h ^= static_cast<uint64_t>(field) + 0x9e3779b97f4a7c15ull + (h << 6) +
            (h >> 2);
     }
@@ -58,7 +61,8 @@ struct CachedMatmul {
   dnnl_memory_t c = nullptr;
   dnnl_memory_t scratchpad = nullptr; // null when it needs none
   size_t scratchpadBytes = 0;
-  int64_t m = -1; // the M of a and c
+  int64_t m = -1;           // the M of a and c
+  bool takesPacked = false; // W is bound to GemmArgs::packedW
 
   CachedMatmul() = default;
   CachedMatmul(const CachedMatmul &) = delete;
@@ -104,10 +108,16 @@ struct GemmCache::Impl {
   std::unordered_map<MatmulKey, std::unique_ptr<CachedMatmul>, MatmulKeyHash>
       cache;
   uint64_t created = 0;
+  uint64_t packedRuns = 0;
   // One scratchpad for every primitive of this cache (user scratchpad mode):
   // with oneDNN's own, each primitive keeps a buffer of its own.
   std::unique_ptr<char[]> scratchpad;
   size_t scratchpadBytes = 0;
+
+  /// The layout oneDNN picks for a [n x k] weight read as B = W^T, by
+  /// (k, n); filled by packedLayout().
+  std::unordered_map<uint64_t, dnnl_memory_desc_t> packedLayouts;
+  Status packedLayout(int64_t k, int64_t n, dnnl_memory_desc_t &out);
 
   Status createMatmul(const MatmulKey &key, CachedMatmul &out);
   Status bindRows(const MatmulKey &key, int64_t m, CachedMatmul &matmul);
@@ -155,11 +165,40 @@ Status GemmCache::Impl::createMatmul(const MatmulKey &key, CachedMatmul &out) {
     return dnnlError("primitive attributes", status);
   }
   dnnl_primitive_desc_t primitiveDesc = nullptr;
-  status = dnnl_primitive_desc_create(&primitiveDesc, &matmulDesc, attr, engine,
-                                      nullptr);
+  if (key.packed) {
+    // Packed weights serve where the primitive, left to choose, takes their
+    // layout; otherwise it runs on the plain ones.
+    dnnl_memory_desc_t packedMd, anyMd;
+    dnnl_matmul_desc_t anyDesc;
+    if (packedLayout(key.k, key.n, packedMd) ||
+        dnnl_memory_desc_init_by_tag(&anyMd, 2, wDims, dnnl_f32,
+                                     dnnl_format_tag_any) != dnnl_success ||
+        dnnl_matmul_desc_init(&anyDesc, &aMd, &anyMd,
+                              key.hasBias ? &biasMd : nullptr,
+                              &cMd) != dnnl_success ||
+        dnnl_primitive_desc_create(&primitiveDesc, &anyDesc, attr, engine,
+                                   nullptr) != dnnl_success) {
+      primitiveDesc = nullptr;
+    } else if (!dnnl_memory_desc_equal(
+                   dnnl_primitive_desc_query_md(primitiveDesc,
+                                                dnnl_query_weights_md, 0),
+                   &packedMd)) {
+      dnnl_primitive_desc_destroy(primitiveDesc);
+      primitiveDesc = nullptr;
+    } else {
+      wMd = packedMd;
+      out.takesPacked = true;
+    }
+  }
+  if (!primitiveDesc) {
+    status = dnnl_primitive_desc_create(&primitiveDesc, &matmulDesc, attr,
+                                        engine, nullptr);
+    if (status != dnnl_success) {
+      dnnl_primitive_attr_destroy(attr);
+      return dnnlError("matmul primitive descriptor", status);
+    }
+  }
   dnnl_primitive_attr_destroy(attr);
-  if (status != dnnl_success)
-    return dnnlError("matmul primitive descriptor", status);
   const dnnl_memory_desc_t *scratchpadMd =
       dnnl_primitive_desc_query_md(primitiveDesc, dnnl_query_scratchpad_md, 0);
   out.scratchpadBytes =
@@ -216,7 +255,8 @@ Status GemmCache::Impl::runOneDnn(const GemmArgs &args, bool fixedM) {
                 args.lda,
                 args.ldc,
                 args.bias != nullptr,
-                args.relu};
+                args.relu,
+                args.packedW != nullptr};
   auto it = cache.find(key);
   if (it == cache.end()) {
     auto matmul = std::make_unique<CachedMatmul>();
@@ -245,7 +285,9 @@ Status GemmCache::Impl::runOneDnn(const GemmArgs &args, bool fixedM) {
   };
   dnnl_status_t status;
   if ((status = bind(DNNL_ARG_SRC, matmul.a, args.a)) != dnnl_success ||
-      (status = bind(DNNL_ARG_WEIGHTS, matmul.w, args.w)) != dnnl_success ||
+      (status = bind(DNNL_ARG_WEIGHTS, matmul.w,
+                     matmul.takesPacked ? args.packedW : args.w)) !=
+          dnnl_success ||
       (args.bias && (status = bind(DNNL_ARG_BIAS, matmul.bias, args.bias)) !=
                         dnnl_success) ||
       (status = bind(DNNL_ARG_DST, matmul.c, args.c)) != dnnl_success)
@@ -261,10 +303,90 @@ Status GemmCache::Impl::runOneDnn(const GemmArgs &args, bool fixedM) {
   status = dnnl_primitive_execute(matmul.primitive, stream, numArgs, execArgs);
   if (status != dnnl_success)
     return dnnlError("matmul execution", status);
+  packedRuns += matmul.takesPacked;
   status = dnnl_stream_wait(stream);
   if (status != dnnl_success)
     return dnnlError("stream wait", status);
   return Status::ok();
+}
+
+Status GemmCache::Impl::packedLayout(int64_t k, int64_t n,
+                                     dnnl_memory_desc_t &out) {
+  if (setupError)
+    return setupError;
+  uint64_t key = (uint64_t(k) << 32) ^ uint64_t(n);
+  if (auto it = packedLayouts.find(key); it != packedLayouts.end()) {
+    out = it->second;
+    return Status::ok();
+  }
+  // The layout of a plain primitive of this shape. It does not depend on M,
+  // the bias or the ReLU with oneDNN 2.6's brgemm kernels; createMatmul
+  // checks that for every primitive that is to read it.
+  const int64_t m = 64;
+  dnnl_dims_t wDims = {k, n};
+  dnnl_memory_desc_t aMd, wMd, cMd;
+  dnnl_matmul_desc_t matmulDesc;
+  dnnl_primitive_desc_t primitiveDesc = nullptr;
+  dnnl_status_t status;
+  if ((status = rowMajor(aMd, m, k, k)) != dnnl_success ||
+      (status = dnnl_memory_desc_init_by_tag(
+           &wMd, 2, wDims, dnnl_f32, dnnl_format_tag_any)) != dnnl_success ||
+      (status = rowMajor(cMd, m, n, n)) != dnnl_success ||
+      (status = dnnl_matmul_desc_init(&matmulDesc, &aMd, &wMd, nullptr,
+                                      &cMd)) != dnnl_success ||
+      (status = dnnl_primitive_desc_create(&primitiveDesc, &matmulDesc, nullptr,
+                                           engine, nullptr)) != dnnl_success)
+    return dnnlError("packed weight layout", status);
+  out = *dnnl_primitive_desc_query_md(primitiveDesc, dnnl_query_weights_md, 0);
+  dnnl_primitive_desc_destroy(primitiveDesc);
+  packedLayouts.emplace(key, out);
+  return Status::ok();
+}
+
+int64_t GemmCache::packedWeightFloats(int64_t k, int64_t n) {
+  dnnl_memory_desc_t md;
+  if (impl_->packedLayout(k, n, md))
+    return -1;
+  return int64_t(dnnl_memory_desc_get_size(&md) / sizeof(float));
+}
+
+Status GemmCache::packWeights(const float *w, int64_t k, int64_t n,
+                              float *dst) {
+  dnnl_memory_desc_t packedMd, plainMd;
+  if (Status s = impl_->packedLayout(k, n, packedMd))
+    return s;
+  dnnl_dims_t wDims = {k, n}, wStrides = {1, k};
+  dnnl_status_t status =
+      dnnl_memory_desc_init_by_strides(&plainMd, 2, wDims, dnnl_f32, wStrides);
+  if (status != dnnl_success)
+    return dnnlError("memory descriptor", status);
+  dnnl_primitive_desc_t reorderDesc = nullptr;
+  status = dnnl_reorder_primitive_desc_create(
+      &reorderDesc, &plainMd, impl_->engine, &packedMd, impl_->engine, nullptr);
+  if (status != dnnl_success)
+    return dnnlError("reorder descriptor", status);
+  dnnl_primitive_t reorder = nullptr;
+  status = dnnl_primitive_create(&reorder, reorderDesc);
+  dnnl_primitive_desc_destroy(reorderDesc);
+  if (status != dnnl_success)
+    return dnnlError("reorder primitive", status);
+  dnnl_memory_t from = nullptr, to = nullptr;
+  if ((status = createMemory(impl_->engine, from, plainMd)) == dnnl_success &&
+      (status = createMemory(impl_->engine, to, packedMd)) == dnnl_success &&
+      (status = dnnl_memory_set_data_handle(from, const_cast<float *>(w))) ==
+          dnnl_success &&
+      (status = dnnl_memory_set_data_handle(to, dst)) == dnnl_success) {
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    if ((status = dnnl_primitive_execute(reorder, impl_->stream, 2, args)) ==
+        dnnl_success)
+      status = dnnl_stream_wait(impl_->stream);
+  }
+  for (dnnl_memory_t memory : {from, to})
+    if (memory)
+      dnnl_memory_destroy(memory);
+  dnnl_primitive_destroy(reorder);
+  return status == dnnl_success ? Status::ok()
+                                : dnnlError("packing weights", status);
 }
 
 GemmCache::GemmCache(GemmCacheOptions opts) : impl_(std::make_unique<Impl>()) {
@@ -334,6 +456,8 @@ Status GemmCache::run(const GemmArgs &args) {
 }
 
 uint64_t GemmCache::primitivesCreated() const { return impl_->created; }
+
+uint64_t GemmCache::packedWeightRuns() const { return impl_->packedRuns; }
 
 size_t GemmCache::size() const { return impl_->cache.size(); }
 

@@ -359,12 +359,15 @@ LogicalResult Session::checkPlanMemory(const std::vector<rt::Plan> &plans,
       largest = plan.arenaBytes;
       largestIndex = i;
     }
-  uint64_t needed = paramBytes(*module_) + uint64_t(largest);
+  // The executor's copies of expert weights in oneDNN's layout count too.
+  uint64_t packed = uint64_t(rt::dispatchPackedWeightBytes(plans, {}));
+  uint64_t needed = paramBytes(*module_) + uint64_t(largest) + packed;
   if (limits_.maxMemoryBytes && needed > limits_.maxMemoryBytes)
     return emitError(loc)
            << "batch " << firstBatch + largestIndex << " needs " << gib(largest)
-           << " of buffers (" << gib(needed)
-           << " with the parameters), more than the --max-memory limit of "
+           << " of buffers (" << gib(needed) << " with the parameters"
+           << (packed ? " and packed expert weights" : "")
+           << "), more than the --max-memory limit of "
            << gib(limits_.maxMemoryBytes)
            << "; use a smaller --batch-size or raise --max-memory";
   return success();

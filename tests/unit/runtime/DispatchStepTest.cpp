@@ -1,6 +1,7 @@
 //===- DispatchStepTest.cpp - Mixture-of-experts steps vs a naive loop ----===//
 #include "RuntimeTestUtils.h"
 #include "dynb/Runtime/Executor.h"
+#include "dynb/Runtime/GemmCache.h"
 
 #include <gtest/gtest.h>
 
@@ -63,7 +64,8 @@ std::vector<double> naiveExpert(const ParameterStore &p, const Moe &m,
   return y;
 }
 
-void checkDispatch(const Moe &m, uint32_t seed, ExecutorOptions options = {}) {
+void checkDispatch(const Moe &m, uint32_t seed, ExecutorOptions options = {},
+                   int64_t *packedBytes = nullptr) {
   SCOPED_TRACE(testing::Message()
                << m.tokens << " tokens, top " << m.k << " of " << m.experts
                << ", body " << int(options.dispatchBody) << ", tiles of "
@@ -123,6 +125,8 @@ void checkDispatch(const Moe &m, uint32_t seed, ExecutorOptions options = {}) {
   plan.steps.push_back(std::move(step));
   planArena(plan);
 
+  if (packedBytes)
+    *packedBytes = dispatchPackedWeightBytes({plan}, options);
   Executor executor(params, options);
   Status status = executor.validate(plan);
   ASSERT_TRUE(status.isOk()) << status.message();
@@ -204,6 +208,29 @@ TEST(DispatchStepTest, BodyByStepAndByTilesAgree) {
         options.dispatchTileMaxRows = tileRows;
         checkDispatch(m, ++seed, options);
       }
+}
+
+/// Expert weights packed into oneDNN's layout, none of them (budget 0),
+/// only W1 (a budget that W2 does not fit beside), or both.
+TEST(DispatchStepTest, PackedWeightBudgets) {
+  GemmCache layouts;
+  auto stackBytes = [&](int64_t experts, int64_t k, int64_t n) {
+    return experts * ((layouts.packedWeightFloats(k, n) + 15) / 16 * 16) * 4;
+  };
+  const int64_t w1 = stackBytes(6, 8, 16), w2 = stackBytes(6, 16, 8);
+  ASSERT_GT(w1, 0);
+  ASSERT_GT(w2, 0);
+  for (int64_t budget : {int64_t(0), w1, w1 + w2 - 1, w1 + w2})
+    for (DispatchBody body : {DispatchBody::ByStep, DispatchBody::ByTiles}) {
+      SCOPED_TRACE(testing::Message() << "budget " << budget);
+      ExecutorOptions options;
+      options.dispatchBody = body;
+      options.dispatchPackedWeightMaxBytes = budget;
+      int64_t packed = -1;
+      checkDispatch({150, 6, 2, 8, 16, 8}, 70, options, &packed);
+      EXPECT_EQ(packed, budget == w1 + w2 ? w1 + w2 : budget ? w1 : 0);
+      checkDispatch({150, 1, 1, 8, 16, 8}, 71, options);
+    }
 }
 
 /// Tiles over a single thread and over more threads than tiles.

@@ -23,6 +23,11 @@ struct GemmArgs {
   int64_t ldc = 0;
   /// C = max(C, 0) after the bias, fused into the GEMM.
   bool relu = false;
+  /// Optional: the same weights in oneDNN's own blocked layout
+  /// (GemmCache::packWeights). Used where the primitive takes that layout,
+  /// else w is: oneDNN then skips repacking W on every call, which matters
+  /// when W is cold, as for experts that run a hundred rows each.
+  const float *packedW = nullptr;
 };
 
 struct GemmCacheOptions {
@@ -60,7 +65,16 @@ public:
   GemmCache &operator=(const GemmCache &) = delete;
 
   Status run(const GemmArgs &args);
+
+  /// Floats of a [n x k] weight in the layout GEMMs of that shape take
+  /// best (the layout oneDNN picks for it), or -1 if it cannot say.
+  int64_t packedWeightFloats(int64_t k, int64_t n);
+  /// Writes w ([n x k] row-major) into dst in that layout
+  /// (packedWeightFloats floats, 64-byte aligned), for GemmArgs::packedW.
+  Status packWeights(const float *w, int64_t k, int64_t n, float *dst);
   uint64_t primitivesCreated() const;
+  /// oneDNN executions that read GemmArgs::packedW.
+  uint64_t packedWeightRuns() const;
   /// Cached primitives currently held.
   size_t size() const;
 
