@@ -140,8 +140,9 @@ static cl::opt<unsigned>
             cl::init(0), cl::sub(runCmd), cl::cat(dynbCat));
 static cl::opt<bool> profileSteps(
     "profile",
-    cl::desc("Time the runtime's steps by kind (gather, GEMM, kernel) and "
-             "print where each strategy's run time goes"),
+    cl::desc("Time the runtime's steps by kind (gather, GEMM, kernel, "
+             "feature map, dispatch) and print where each strategy's run "
+             "time goes"),
     cl::sub(runCmd), cl::cat(dynbCat));
 enum class Device { Cpu, Cuda };
 static cl::opt<Device> device(
@@ -557,13 +558,16 @@ int runRun(Session &session) {
         total += t;
       llvm::outs() << fmt::format(
           "  {:<6} time: gemm {:.1f}% ({:.1f} GFLOP/s), kernels {:.1f}%, "
-          "gathers {:.1f}%, maps {:.1f}% ({:.1f} conv GFLOP/s), other "
-          "{:.1f}%\n",
+          "gathers {:.1f}%, maps {:.1f}% ({:.1f} conv GFLOP/s), dispatch "
+          "{:.1f}% ({:.1f} GFLOP/s), other {:.1f}%\n",
           toString(st).str(), 100 * p.gemm / total,
           p.gemm > 0 ? p.gemmFlops / p.gemm * 1e-9 : 0.0,
           100 * p.kernel / total, 100 * p.gather / total, 100 * p.map / total,
           p.map > 0 ? p.convFlops / p.map * 1e-9 : 0.0,
-          100 * (total - p.gemm - p.kernel - p.gather - p.map) / total);
+          100 * p.dispatch / total,
+          p.dispatch > 0 ? r->dispatchGemmFlops / p.dispatch * 1e-9 : 0.0,
+          100 * (total - p.gemm - p.kernel - p.gather - p.map - p.dispatch) /
+              total);
     }
     report.push_back(llvm::json::Object{
         {"strategy", toString(st)},
@@ -588,6 +592,7 @@ int runRun(Session &session) {
         {"gather_seconds", r->profile.gather},
         {"gemm_flops", int64_t(r->profile.gemmFlops)},
         {"map_seconds", r->profile.map},
+        {"dispatch_seconds", r->profile.dispatch},
         {"conv_flops", int64_t(r->profile.convFlops)},
         {"dispatch_gemm_flops", int64_t(r->dispatchGemmFlops)},
         {"dispatch_param_bytes", int64_t(r->dispatchParamBytes)},

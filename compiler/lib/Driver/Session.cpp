@@ -447,6 +447,8 @@ private:
     result.profile.gemmFlops += after.gemmFlops - beforeTimed.gemmFlops;
     result.profile.map += after.mapSeconds - beforeTimed.mapSeconds;
     result.profile.convFlops += after.convFlops - beforeTimed.convFlops;
+    result.profile.dispatch +=
+        after.dispatchSeconds - beforeTimed.dispatchSeconds;
     result.dispatchGemmFlops +=
         after.dispatchGemmFlops - beforeTimed.dispatchGemmFlops;
     result.dispatchParamBytes +=

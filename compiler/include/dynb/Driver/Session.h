@@ -58,6 +58,8 @@ struct StepProfile {
   /// the convolutions among them (counted with or without profiling).
   double map = 0;
   uint64_t convFlops = 0;
+  /// Dispatch steps, their gate and expert GEMMs included.
+  double dispatch = 0;
 };
 
 struct RunResult {
