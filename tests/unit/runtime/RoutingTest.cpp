@@ -113,6 +113,35 @@ TEST(RoutingTest, RandomShapesAndReuse) {
   }
 }
 
+/// Top 1 takes a vectorised arg-max: it must pick what the scan of the
+/// general case picks (the first strictly larger value wins; a NaN never
+/// does, unless it comes first) on rows of every length around its 16-lane
+/// blocks, with signed zeros, infinities and NaNs anywhere.
+TEST(RoutingTest, TopOneMatchesTheScanOnSpecialValues) {
+  const float inf = INFINITY, nan = NAN;
+  const float values[] = {0.0f, -0.0f, 1.0f, -1.0f, inf, -inf, nan, 2.0f};
+  std::mt19937 generator(5);
+  std::uniform_int_distribution<int> pick(0, 7);
+  Routing r;
+  for (int64_t experts = 1; experts <= 40; ++experts)
+    for (int trial = 0; trial < 50; ++trial) {
+      std::vector<float> row(experts);
+      for (float &v : row)
+        v = values[pick(generator)];
+      routeTopK(row.data(), experts, 1, experts, 1, r, nullptr);
+      int32_t want = 0;
+      for (int64_t e = 1; e < experts; ++e)
+        if (row[e] > row[want])
+          want = int32_t(e);
+      ASSERT_EQ(r.expertOf[0], want) << experts << " experts, trial " << trial;
+      float top = row[want], weight = std::exp(top - top);
+      if (std::isnan(weight / weight))
+        EXPECT_TRUE(std::isnan(r.gateOf[0]));
+      else
+        EXPECT_EQ(r.gateOf[0], 1.0f);
+    }
+}
+
 TEST(RoutingTest, NoiseIsAFunctionOfSeedRowAndExpert) {
   std::vector<float> row = {0.25f, -1.5f, 3.0f};
   uint64_t key = gatingNoiseKey(5, row.data(), 3);
