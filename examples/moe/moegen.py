@@ -2,12 +2,15 @@
 """Writes a sparsely gated mixture-of-experts batch (WORKLOADS.md section 3).
 
 usage: moegen.py --tokens T --experts E [--k K] [--d D] [--hidden H]
-                 [--out-dim O] [--noise] [--noise-seed N] -o MODEL.mlir
+                 [--out-dim O] [--noise] [--noise-seed N] -o MODEL
                  [--params P.safetensors [--seed S] [--gate random|zero|ties|hot]]
 
-MODEL.mlir holds the layer and one dynb.instance per token: the token is row
-t of the parameter X, the layer is one dynb.dispatch to the expert module
-@expert (Linear, ReLU, Linear with biases). Parameters, by these names (also
+MODEL holds the layer and one instance per token: the token is row t of the
+parameter X, the layer is one dispatch to the expert module 'expert'
+(Linear, ReLU, Linear with biases). MODEL ending in .json is written as an
+interchange document, in .jsonl as interchange JSON Lines (which `dynbc run
+--stream` reads a batch at a time), anything else as dynb dialect IR
+(.mlir); the three describe the same computation. Parameters, by these names (also
 in a safetensors file, F32, row-major, each expert's matrices in PyTorch's
 nn.Linear.weight layout):
 
@@ -101,6 +104,31 @@ def write_model(a, out):
         out.write("  dynb.output %%y : %s\n}\n" % v(a.out_dim))
 
 
+def write_json(a, out, lines):
+    """The same model in the interchange format (docs/interchange.md)."""
+    params = [{"name": name, "shape": shape} for name, shape in shapes(a).items()]
+    expert = {"name": "expert", "experts": a.experts,
+              "nodes": [{"op": "arg", "shape": [a.d]},
+                        {"op": "linear", "inputs": [0], "weight": "W1", "bias": "b1"},
+                        {"op": "relu", "inputs": [1]},
+                        {"op": "linear", "inputs": [2], "weight": "W2", "bias": "b2"}],
+              "outputs": [3]}
+    dispatch = {"op": "dispatch", "inputs": [0], "gate": "W_gate", "experts": "expert",
+                "top": a.k}
+    if a.noise:
+        dispatch.update({"noise": "W_noise", "noise_seed": a.noise_seed})
+    model = {"params": params, "modules": [expert]}
+    instances = ({"nodes": [{"op": "embedding", "table": "X", "index": t}, dispatch],
+                  "outputs": [1]} for t in range(a.tokens))
+    dump = lambda v: json.dumps(v, separators=(",", ":"))
+    if lines:
+        out.write(dump({"dynb": 1, "model": model}) + "\n")
+        for inst in instances:
+            out.write(dump(inst) + "\n")
+    else:
+        out.write(dump({"dynb": 1, "model": model, "instances": list(instances)}) + "\n")
+
+
 def values(a, name, shape, rng):
     n = 1
     for d in shape:
@@ -147,7 +175,10 @@ def write_params(a, path):
 def main():
     a = parse_args()
     with open(a.out, "w") as out:
-        write_model(a, out)
+        if a.out.endswith(".json") or a.out.endswith(".jsonl"):
+            write_json(a, out, lines=a.out.endswith(".jsonl"))
+        else:
+            write_model(a, out)
     if a.params:
         write_params(a, a.params)
     return 0

@@ -397,8 +397,17 @@ Status DispatchRunner::runBodyByTiles(const DispatchStep &step,
   std::atomic<size_t> next{0};
   const size_t numTiles = tiles_.size();
   // oneDNN runs single-threaded inside this parallel region; tiles go to
-  // whichever thread is free, largest experts first.
-#pragma omp parallel num_threads(threads)
+  // whichever thread is free, largest experts first. A body of little work
+  // runs on this thread alone: waking the team costs more than it saves,
+  // and far more when another job holds a core.
+  int64_t macsPerRow = 0;
+  for (const Step &inner : step.body)
+    if (inner.kind == Step::Kind::Gemm)
+      macsPerRow += inner.gemm.a.cols * inner.gemm.c.cols;
+  const bool parallel =
+      threads > 1 && numTiles > 1 &&
+      macsPerRow * int64_t(routing_.tokenAt.size()) >= opts.parallelMinMacs;
+#pragma omp parallel num_threads(threads) if (parallel)
   {
     unsigned t = static_cast<unsigned>(omp_get_thread_num());
     ResolvedBuffers local{resolved.buffers, tileScratch_[t].bases};

@@ -29,6 +29,9 @@ public:
     int64_t tileMaxRows = 256;
     /// See ExecutorOptions::dispatchPackedWeightMaxBytes.
     int64_t packedWeightMaxBytes = int64_t(1) << 30;
+    /// Tiles run on the thread team only from this many multiply-adds of
+    /// expert GEMMs a call (some 10 us of work).
+    int64_t parallelMinMacs = int64_t(1) << 20;
   };
 
   /// Counts its GEMM calls, their flops and the parameter bytes they read
@@ -36,6 +39,10 @@ public:
   Status run(const DispatchStep &step, const ResolvedBuffers &resolved,
              GemmCache &gemm, ThreadPool &pool, const Options &opts,
              ExecutorStats &stats);
+
+  /// Bytes of expert weights packed so far (they stay while the runner
+  /// lives).
+  int64_t packedWeightBytes() const { return packedBytes_; }
 
 private:
   /// The body on every routed row: GEMMs once per used expert (each on all

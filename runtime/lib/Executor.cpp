@@ -33,7 +33,14 @@ static unsigned applyThreadCount(unsigned numThreads) {
 struct Executor::Impl {
   Impl(const ParameterStore &params, ExecutorOptions opts)
       : params(params), opts(opts), pool(applyThreadCount(opts.numThreads)),
-        gemm(GemmCacheOptions{opts.smallGemmMaxMacs}) {}
+        gemm(GemmCacheOptions{opts.smallGemmMaxMacs}) {
+    dispatchOpts.kernelParallelMinElements = opts.kernelParallelMinElements;
+    dispatchOpts.copyParallelMinBytes = opts.gatherParallelMinBytes;
+    dispatchOpts.smallGemmMaxMacs = opts.smallGemmMaxMacs;
+    dispatchOpts.body = opts.dispatchBody;
+    dispatchOpts.tileMaxRows = opts.dispatchTileMaxRows;
+    dispatchOpts.packedWeightMaxBytes = opts.dispatchPackedWeightMaxBytes;
+  }
 
   Status run(const Plan &plan);
   Status resolveBuffers(const Plan &plan);
@@ -48,6 +55,7 @@ struct Executor::Impl {
   Arena arena;
   GemmCache gemm;
   DispatchRunner dispatch;
+  DispatchRunner::Options dispatchOpts;
   MapRunner maps;
   // Kept across runs so that resolving a plan of a familiar size allocates
   // nothing.
@@ -153,12 +161,10 @@ Status Executor::Impl::run(const Plan &plan) {
       ++stats.kernelCalls;
       break;
     case Step::Kind::Dispatch: {
-      Status status = dispatch.run(
-          step.dispatch, resolved, gemm, pool,
-          {opts.kernelParallelMinElements, opts.gatherParallelMinBytes,
-           opts.smallGemmMaxMacs, opts.dispatchBody, opts.dispatchTileMaxRows},
-          stats);
+      Status status = dispatch.run(step.dispatch, resolved, gemm, pool,
+                                   dispatchOpts, stats);
       stats.gemmPrimitivesCreated = gemm.primitivesCreated();
+      stats.dispatchPackedWeightBytes = dispatch.packedWeightBytes();
       if (status)
         return Status::error(
             fmt::format("step {} (dispatch): {}", s, status.message()));

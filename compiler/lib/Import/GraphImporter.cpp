@@ -163,8 +163,9 @@ LogicalResult JsonImporter::importParams(const json::Array &list,
         parseShape(o->get("shape"), loc, "shape");
     if (failed(shape))
       return failure();
-    if (shape->size() > 2)
-      return error(loc) << "parameters are vectors or matrices, got rank "
+    if (shape->size() > 3)
+      return error(loc) << "parameters are vectors, matrices or stacks of "
+                           "expert matrices (rank 3), got rank "
                         << shape->size();
     if (params.count(*name))
       return error(loc) << "parameter '" << *name << "' is declared twice";
@@ -295,8 +296,16 @@ LogicalResult JsonImporter::importNodes(
       FailureOr<RankedTensorType> w = paramType(*weight, loc, "weight");
       if (failed(w))
         return failure();
-      if (w->getRank() != 2)
-        return error(loc) << "weight '" << *weight << "' is not a matrix";
+      // An expert module's weights are stacked, [experts, N, K]; the
+      // verifier holds each against the module's expert count.
+      bool stacked = inModule && moduleBody &&
+                     isa<func::FuncOp>(moduleBody->getParentOp()) &&
+                     moduleBody->getParentOp()->hasAttr(kExpertsAttrName);
+      if (w->getRank() != (stacked ? 3 : 2))
+        return error(loc) << "weight '" << *weight << "' is not a "
+                          << (stacked ? "stack of expert matrices [experts, "
+                                        "N, K] (the module has 'experts')"
+                                      : "matrix");
       FlatSymbolRefAttr bias;
       if (o->get("bias")) {
         FailureOr<StringRef> bn = getName("bias");
@@ -305,7 +314,7 @@ LogicalResult JsonImporter::importNodes(
         bias = FlatSymbolRefAttr::get(&ctx, *bn);
       }
       SmallVector<int64_t> shape(tensorOf(inputs[0]).getShape());
-      shape.back() = w->getDimSize(0);
+      shape.back() = w->getDimSize(w->getRank() - 2);
       out.push_back(
           b.create<LinearOp>(loc, RankedTensorType::get(shape, f32), inputs[0],
                              FlatSymbolRefAttr::get(&ctx, *weight), bias));
@@ -378,10 +387,54 @@ LogicalResult JsonImporter::importNodes(
           b.create<CallOp>(loc, fnType.getResults(),
                            FlatSymbolRefAttr::get(&ctx, *callee), inputs);
       llvm::append_range(out, call.getResults());
+    } else if (op == "dispatch") {
+      FailureOr<StringRef> gate = getName("gate");
+      FailureOr<StringRef> experts = getName("experts");
+      FailureOr<int64_t> top = getInt("top");
+      if (failed(gate) || failed(experts) || failed(top) ||
+          failed(needInputs(1)))
+        return failure();
+      if (inModule)
+        return error(loc) << "'dispatch' belongs in instances (modules "
+                             "cannot dispatch yet)";
+      if (failed(paramType(*gate, loc, "gate")))
+        return failure();
+      FlatSymbolRefAttr noise;
+      if (o->get("noise")) {
+        FailureOr<StringRef> nn = getName("noise");
+        if (failed(nn) || failed(paramType(*nn, loc, "noise")))
+          return failure();
+        noise = FlatSymbolRefAttr::get(&ctx, *nn);
+      }
+      int64_t noiseSeed = 0;
+      if (o->get("noise_seed")) {
+        FailureOr<int64_t> seed = getInt("noise_seed");
+        if (failed(seed))
+          return failure();
+        noiseSeed = *seed;
+      }
+      auto it = modules.find(*experts);
+      if (it == modules.end())
+        return error(loc) << "unknown module '" << *experts << "'";
+      FunctionType fnType = it->second.getFunctionType();
+      if (fnType.getNumResults() != 1)
+        return error(loc) << "expert module '" << *experts
+                          << "' must have one output, has "
+                          << fnType.getNumResults();
+      // Gate, expert count, k and the module's shape are the verifier's.
+      SmallVector<int64_t> shape(tensorOf(inputs[0]).getShape());
+      shape.back() =
+          cast<RankedTensorType>(fnType.getResult(0)).getShape().back();
+      out.push_back(b.create<DispatchOp>(
+          loc, RankedTensorType::get(shape, f32), inputs[0],
+          FlatSymbolRefAttr::get(&ctx, *gate), noise,
+          FlatSymbolRefAttr::get(&ctx, *experts), b.getI64IntegerAttr(*top),
+          b.getI64IntegerAttr(noiseSeed)));
     } else {
       return error(loc) << "unknown op '" << op
                         << "' (expected arg, embedding, linear, add, mul, "
-                           "sigmoid, tanh, relu, concat, slice or call)";
+                           "sigmoid, tanh, relu, concat, slice, call or "
+                           "dispatch)";
     }
     results.push_back(std::move(out));
   }
@@ -419,6 +472,14 @@ LogicalResult JsonImporter::importModule(const json::Value &v, size_t index,
   }
   auto fn = b.create<func::FuncOp>(loc, *name, b.getFunctionType(argTypes, {}));
   modules[*name] = fn;
+  // Expert modules (for 'dispatch'): marked with their expert count before
+  // the body, whose linears then read stacked weights.
+  if (const json::Value *experts = o->get("experts")) {
+    std::optional<int64_t> count = experts->getAsInteger();
+    if (!count || *count < 1)
+      return error(loc) << "'experts' must be a positive integer";
+    fn->setAttr(kExpertsAttrName, b.getI64IntegerAttr(*count));
+  }
   Block *body = fn.addEntryBlock();
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(body);

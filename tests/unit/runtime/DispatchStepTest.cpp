@@ -125,8 +125,6 @@ void checkDispatch(const Moe &m, uint32_t seed, ExecutorOptions options = {},
   plan.steps.push_back(std::move(step));
   planArena(plan);
 
-  if (packedBytes)
-    *packedBytes = dispatchPackedWeightBytes({plan}, options);
   Executor executor(params, options);
   Status status = executor.validate(plan);
   ASSERT_TRUE(status.isOk()) << status.message();
@@ -135,6 +133,11 @@ void checkDispatch(const Moe &m, uint32_t seed, ExecutorOptions options = {},
     status = executor.run(plan);
     ASSERT_TRUE(status.isOk()) << status.message();
   }
+  // What the executor packed is what the memory check counts.
+  EXPECT_EQ(executor.stats().dispatchPackedWeightBytes,
+            dispatchPackedWeightBytes({plan}, options));
+  if (packedBytes)
+    *packedBytes = executor.stats().dispatchPackedWeightBytes;
   std::vector<float> got;
   executor.copyOutput(plan, 0, got);
   ASSERT_EQ(got.size(), size_t(m.tokens * m.outCols));

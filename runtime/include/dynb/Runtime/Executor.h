@@ -71,6 +71,8 @@ struct ExecutorStats {
   /// parameter bytes (weights and biases) they read, counted every run.
   uint64_t dispatchGemmFlops = 0;
   uint64_t dispatchParamBytes = 0;
+  /// Expert weights held packed in oneDNN's layout (a level, not a count).
+  int64_t dispatchPackedWeightBytes = 0;
   /// Wall time by step kind, accumulated over runs when
   /// ExecutorOptions::profile is set (else zero). A dispatch step's time
   /// (its GEMMs included) counts as dispatch.
