@@ -4,13 +4,16 @@
 // the workload produces (C = A W^T + b), run through the runtime's own
 // oneDNN path as one large static batch, best of several repetitions.
 //
-// usage: dynb-gemm-ceiling M K N [M K N ...]   (prints one line a shape)
+// usage: dynb-gemm-ceiling [--fixed-m] [--median] M K N [M K N ...]
+//   (prints one line a shape; --median: the median of the rounds instead
+//   of the best, to set against a median of timed passes)
 //
 //===----------------------------------------------------------------------===//
 #include "dynb/Runtime/GemmCache.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -23,13 +26,20 @@ int main(int argc, char **argv) {
   // --fixed-m: one primitive per M (GemmCacheOptions::fixedMaxM), to compare
   // with the runtime-M primitives the runtime uses.
   GemmCacheOptions opts;
+  bool median = false;
   int first = 1;
-  if (argc > 1 && std::string(argv[1]) == "--fixed-m") {
-    opts.fixedMaxM = INT64_MAX; // one primitive for the whole GEMM, any m
-    first = 2;
+  for (; first < argc && argv[first][0] == '-'; ++first) {
+    std::string flag = argv[first];
+    if (flag == "--fixed-m")
+      opts.fixedMaxM = INT64_MAX; // one primitive for the whole GEMM, any m
+    else if (flag == "--median")
+      median = true;
+    else
+      break;
   }
   if (argc - first < 3 || (argc - first) % 3 != 0) {
-    std::fprintf(stderr, "usage: %s [--fixed-m] M K N [M K N ...]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--fixed-m] [--median] M K N [M K N ...]\n",
+                 argv[0]);
     return 2;
   }
   GemmCache cache(opts);
@@ -54,7 +64,7 @@ int main(int argc, char **argv) {
     double flops = 2.0 * m * k * n;
     // Repeat until ~0.2 s per shape, keep the best: the machine is shared.
     int reps = std::max<int64_t>(3, static_cast<int64_t>(2e10 / flops / 100));
-    double best = 1e30;
+    std::vector<double> rounds;
     for (int round = 0; round < 5; ++round) {
       auto start = std::chrono::steady_clock::now();
       for (int r = 0; r < reps; ++r)
@@ -66,8 +76,10 @@ int main(int argc, char **argv) {
                        std::chrono::steady_clock::now() - start)
                        .count() /
                    reps;
-      best = std::min(best, sec);
+      rounds.push_back(sec);
     }
+    std::sort(rounds.begin(), rounds.end());
+    double best = median ? rounds[rounds.size() / 2] : rounds.front();
     std::printf("%s\n", fmt::format("gemm m={} k={} n={}: {:.1f} GFLOP/s "
                                     "({:.1f} us a call)",
                                     m, k, n, flops / best * 1e-9, best * 1e6)
