@@ -260,6 +260,15 @@ LogicalResult JsonImporter::importNodes(
                           << "'";
       return *x;
     };
+    // A member naming a parameter that may be left out: null when absent.
+    auto optionalParam = [&](StringRef key) -> FailureOr<FlatSymbolRefAttr> {
+      if (!o->get(key))
+        return FlatSymbolRefAttr();
+      FailureOr<StringRef> name = getName(key);
+      if (failed(name) || failed(paramType(*name, loc, key)))
+        return failure();
+      return FlatSymbolRefAttr::get(&ctx, *name);
+    };
 
     SmallVector<Value, 2> out;
     StringRef op = *opName;
@@ -306,18 +315,14 @@ LogicalResult JsonImporter::importNodes(
                           << (stacked ? "stack of expert matrices [experts, "
                                         "N, K] (the module has 'experts')"
                                       : "matrix");
-      FlatSymbolRefAttr bias;
-      if (o->get("bias")) {
-        FailureOr<StringRef> bn = getName("bias");
-        if (failed(bn) || failed(paramType(*bn, loc, "bias")))
-          return failure();
-        bias = FlatSymbolRefAttr::get(&ctx, *bn);
-      }
+      FailureOr<FlatSymbolRefAttr> bias = optionalParam("bias");
+      if (failed(bias))
+        return failure();
       SmallVector<int64_t> shape(tensorOf(inputs[0]).getShape());
       shape.back() = w->getDimSize(w->getRank() - 2);
       out.push_back(
           b.create<LinearOp>(loc, RankedTensorType::get(shape, f32), inputs[0],
-                             FlatSymbolRefAttr::get(&ctx, *weight), bias));
+                             FlatSymbolRefAttr::get(&ctx, *weight), *bias));
     } else if (op == "add" || op == "mul") {
       if (failed(needInputs(2)))
         return failure();
@@ -399,13 +404,9 @@ LogicalResult JsonImporter::importNodes(
                              "cannot dispatch yet)";
       if (failed(paramType(*gate, loc, "gate")))
         return failure();
-      FlatSymbolRefAttr noise;
-      if (o->get("noise")) {
-        FailureOr<StringRef> nn = getName("noise");
-        if (failed(nn) || failed(paramType(*nn, loc, "noise")))
-          return failure();
-        noise = FlatSymbolRefAttr::get(&ctx, *nn);
-      }
+      FailureOr<FlatSymbolRefAttr> noise = optionalParam("noise");
+      if (failed(noise))
+        return failure();
       int64_t noiseSeed = 0;
       if (o->get("noise_seed")) {
         FailureOr<int64_t> seed = getInt("noise_seed");
@@ -427,7 +428,7 @@ LogicalResult JsonImporter::importNodes(
           cast<RankedTensorType>(fnType.getResult(0)).getShape().back();
       out.push_back(b.create<DispatchOp>(
           loc, RankedTensorType::get(shape, f32), inputs[0],
-          FlatSymbolRefAttr::get(&ctx, *gate), noise,
+          FlatSymbolRefAttr::get(&ctx, *gate), *noise,
           FlatSymbolRefAttr::get(&ctx, *experts), b.getI64IntegerAttr(*top),
           b.getI64IntegerAttr(noiseSeed)));
     } else {
