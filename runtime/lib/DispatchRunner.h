@@ -66,6 +66,13 @@ private:
                         const ResolvedBuffers &resolved, unsigned threads,
                         const Options &opts, ExecutorStats &stats);
 
+  /// The gate GEMM and the scoring of its rows, chunk by chunk over the
+  /// threads (each chunk scored while its logits are in cache), then the
+  /// grouping by expert into routing_. Without noise only: the noise term
+  /// would have to be added between the two.
+  Status gateAndRouteInChunks(const GemmArgs &gate, int64_t k, unsigned threads,
+                              const Options &opts);
+
   /// Direct routing (planDirect): the expert order is the token order, so
   /// the body's GEMMs read x in place of the routed copy (readX) and the GEMM
   /// writing the routed output writes out (writeOut; top 1, gate weight 1),

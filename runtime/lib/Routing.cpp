@@ -68,9 +68,8 @@ uint64_t mix64(uint64_t z) {
 
 } // namespace
 
-void dynb::rt::routeTopK(const float *logits, int64_t ld, int64_t tokens,
-                         int64_t experts, int64_t k, Routing &out,
-                         ThreadPool *pool) {
+void dynb::rt::beginRouting(int64_t tokens, int64_t experts, int64_t k,
+                            Routing &out) {
   int64_t pairs = tokens * k;
   out.tokens = tokens;
   out.experts = experts;
@@ -81,38 +80,37 @@ void dynb::rt::routeTopK(const float *logits, int64_t ld, int64_t tokens,
   out.tokenAt.resize(pairs);
   out.offsets.assign(experts + 1, 0);
   out.usedExperts.clear();
+}
 
-  // Top k and softmax, row by row; the logits were written into gateOf's
-  // slots by the selection and become weights in place.
-  auto scoreRows = [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      int32_t *expert = out.expertOf.data() + t * k;
-      float *gate = out.gateOf.data() + t * k;
-      if (k == 1) {
-        expert[0] = argMaxOfRow(logits + t * ld, experts);
-        // The softmax of one logit, computed as below (1, or NaN for an
-        // infinite logit).
-        float top = logits[t * ld + expert[0]];
-        float weight = std::exp(top - top);
-        gate[0] = weight / weight;
-        continue;
-      }
-      topKOfRow(logits + t * ld, experts, k, expert, gate);
-      float top = gate[0], sum = 0.0f;
-      for (int64_t j = 0; j < k; ++j)
-        sum += gate[j] = std::exp(gate[j] - top);
-      for (int64_t j = 0; j < k; ++j)
-        gate[j] /= sum;
+void dynb::rt::scoreRows(const float *logits, int64_t ld, int64_t begin,
+                         int64_t end, Routing &out) {
+  // The logits are written into gateOf's slots by the selection and become
+  // weights in place.
+  const int64_t experts = out.experts, k = out.k;
+  for (int64_t t = begin; t < end; ++t) {
+    int32_t *expert = out.expertOf.data() + t * k;
+    float *gate = out.gateOf.data() + t * k;
+    if (k == 1) {
+      expert[0] = argMaxOfRow(logits + t * ld, experts);
+      // The softmax of one logit, computed as below (1, or NaN for an
+      // infinite logit).
+      float top = logits[t * ld + expert[0]];
+      float weight = std::exp(top - top);
+      gate[0] = weight / weight;
+      continue;
     }
-  };
-  // Below about 64K logits (some 30 us of scanning), waking the workers
-  // costs more than it saves.
-  if (pool && tokens > 1 && tokens * experts >= (int64_t(1) << 16))
-    pool->parallelFor(tokens, scoreRows);
-  else
-    scoreRows(0, tokens);
+    topKOfRow(logits + t * ld, experts, k, expert, gate);
+    float top = gate[0], sum = 0.0f;
+    for (int64_t j = 0; j < k; ++j)
+      sum += gate[j] = std::exp(gate[j] - top);
+    for (int64_t j = 0; j < k; ++j)
+      gate[j] /= sum;
+  }
+}
 
+void dynb::rt::groupByExpert(Routing &out) {
   // Counting sort of the pairs by expert, stable in token order.
+  const int64_t pairs = out.tokens * out.k, experts = out.experts, k = out.k;
   for (int64_t p = 0; p < pairs; ++p)
     ++out.offsets[out.expertOf[p] + 1];
   for (int64_t e = 0; e < experts; ++e) {
@@ -130,6 +128,21 @@ void dynb::rt::routeTopK(const float *logits, int64_t ld, int64_t tokens,
   for (int64_t e = experts; e > 0; --e)
     out.offsets[e] = out.offsets[e - 1];
   out.offsets[0] = 0;
+}
+
+void dynb::rt::routeTopK(const float *logits, int64_t ld, int64_t tokens,
+                         int64_t experts, int64_t k, Routing &out,
+                         ThreadPool *pool) {
+  beginRouting(tokens, experts, k, out);
+  // Below about 64K logits (some 30 us of scanning), waking the workers
+  // costs more than it saves.
+  if (pool && tokens > 1 && tokens * experts >= (int64_t(1) << 16))
+    pool->parallelFor(tokens, [&](int64_t begin, int64_t end) {
+      scoreRows(logits, ld, begin, end, out);
+    });
+  else
+    scoreRows(logits, ld, 0, tokens, out);
+  groupByExpert(out);
 }
 
 float dynb::rt::softplus(float v) {

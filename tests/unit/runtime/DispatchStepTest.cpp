@@ -236,6 +236,17 @@ TEST(DispatchStepTest, PackedWeightBudgets) {
     }
 }
 
+/// Enough gate work (tokens x experts x d >= 2^20) for the gate GEMM and
+/// the scoring to run in 256-row chunks over the threads: 3 chunks, the
+/// last one short.
+TEST(DispatchStepTest, GateInChunksOverTheThreads) {
+  for (int64_t k : {1, 2}) {
+    ExecutorOptions options;
+    options.numThreads = 2;
+    checkDispatch({600, 40, k, 48, 16, 8}, 80 + uint32_t(k), options);
+  }
+}
+
 /// Tiles over a single thread and over more threads than tiles.
 TEST(DispatchStepTest, TilesOnOneAndManyThreads) {
   for (unsigned threads : {1u, 4u}) {

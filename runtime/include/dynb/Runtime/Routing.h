@@ -43,6 +43,15 @@ struct Routing {
 void routeTopK(const float *logits, int64_t ld, int64_t tokens, int64_t experts,
                int64_t k, Routing &out, ThreadPool *pool);
 
+/// routeTopK in three parts, for a caller that scores rows as their logits
+/// are computed: size `out` for the call, score rows [begin, end) (top k and
+/// softmax; disjoint ranges may run on different threads at once; `logits`
+/// points at row 0), then group every row by expert once all are scored.
+void beginRouting(int64_t tokens, int64_t experts, int64_t k, Routing &out);
+void scoreRows(const float *logits, int64_t ld, int64_t begin, int64_t end,
+               Routing &out);
+void groupByExpert(Routing &out);
+
 /// log(1 + exp(v)) without overflow.
 float softplus(float v);
 
