@@ -334,9 +334,12 @@ bool DispatchRunner::planTiles(const DispatchStep &step,
 
   // Scratch a thread: each body buffer's tile rows, 64-byte aligned.
   constexpr int64_t align = 64 / sizeof(float);
+  auto bufferFloats = [&](BufferId b) {
+    return (capacity * resolved.buffers[b].cols + align - 1) / align * align;
+  };
   int64_t floats = 0;
   for (BufferId b : tileBuffers_)
-    floats += (capacity * resolved.buffers[b].cols + align - 1) / align * align;
+    floats += bufferFloats(b);
   if (tileScratch_.size() < threads)
     tileScratch_.resize(threads);
   for (unsigned t = 0; t < threads; ++t) {
@@ -349,7 +352,7 @@ bool DispatchRunner::planTiles(const DispatchStep &step,
          align;
     for (BufferId b : tileBuffers_) {
       scratch.bases[b] = p;
-      p += (capacity * resolved.buffers[b].cols + align - 1) / align * align;
+      p += bufferFloats(b);
     }
   }
   return true;
@@ -359,9 +362,8 @@ namespace {
 
 /// Asks for a row's cache lines ahead of use. A tile's rows of x and of out
 /// are scattered, one 1 KiB row at a time at d = 256, so each copy waits on
-/// memory; asking four rows ahead cut the copies in and out of a tile by
-/// about a third (10 experts, 10,000 tokens: 1.7 to 1.0 ms and 1.65 to
-/// 1.1 ms a thread and pass).
+/// memory, which asking a few rows ahead hides in part. Four was the best of
+/// 2, 4 and 8 in alternating runs at 10 experts and 10,000 tokens.
 void prefetchRow(const float *row, size_t bytes, bool forWrite) {
   const char *p = reinterpret_cast<const char *>(row);
   for (size_t b = 0; b < bytes; b += 64)
@@ -498,8 +500,6 @@ Status DispatchRunner::packExpertWeights(const DispatchStep &step,
     packed.k = k;
     packed.n = n;
     packed.expertFloats = gemm.packedWeightFloats(k, n);
-    // Whole 64-byte lines an expert keep every expert's copy aligned.
-    packed.expertFloats = (packed.expertFloats + 15) / 16 * 16;
     const int64_t bytes =
         step.experts * packed.expertFloats * int64_t(sizeof(float));
     if (packed.expertFloats <= 0 ||
@@ -523,9 +523,11 @@ Status DispatchRunner::packExpertWeights(const DispatchStep &step,
 
 namespace {
 
-/// Rows of x a thread takes at a time for the gate: single-threaded, 256-row
-/// GEMMs with N = E ran at 94 GFLOP/s a thread here, where oneDNN's own
-/// split of all 10,000 rows over two threads gave 146-154 in all (E = 100).
+/// Rows of x a thread takes at a time for the gate. With N = E = 100,
+/// single-threaded 256-row GEMMs ran at 93-95 GFLOP/s a thread, where
+/// oneDNN's own split of 10,000 rows over two threads gave 146-154 in all:
+/// `OMP_NUM_THREADS=1 dynb-gemm-ceiling --fixed-m 256 256 100` against
+/// `dynb-gemm-ceiling --fixed-m 10000 256 100`.
 constexpr int64_t gateChunkRows = 256;
 
 } // namespace

@@ -270,7 +270,7 @@ int64_t dynb::rt::dispatchPackedWeightBytes(const std::vector<Plan> &plans,
         if (!seen.emplace(plan.buffers[g.weight].paramName, k, n).second)
           continue;
         // As DispatchRunner::packExpertWeights decides, in run order.
-        int64_t floats = (layouts.packedWeightFloats(k, n) + 15) / 16 * 16;
+        int64_t floats = layouts.packedWeightFloats(k, n);
         int64_t bytes = step.dispatch.experts * floats * int64_t(sizeof(float));
         if (floats > 0 && total + bytes <= opts.dispatchPackedWeightMaxBytes)
           total += bytes;

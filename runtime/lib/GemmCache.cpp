@@ -347,7 +347,9 @@ int64_t GemmCache::packedWeightFloats(int64_t k, int64_t n) {
   dnnl_memory_desc_t md;
   if (impl_->packedLayout(k, n, md))
     return -1;
-  return int64_t(dnnl_memory_desc_get_size(&md) / sizeof(float));
+  constexpr int64_t lineFloats = 64 / sizeof(float);
+  int64_t floats = int64_t(dnnl_memory_desc_get_size(&md) / sizeof(float));
+  return (floats + lineFloats - 1) / lineFloats * lineFloats;
 }
 
 Status GemmCache::packWeights(const float *w, int64_t k, int64_t n,

@@ -38,14 +38,16 @@ struct ExecutorOptions {
   /// oneDNN (see GemmCacheOptions).
   int64_t smallGemmMaxMacs = 4096;
   DispatchBody dispatchBody = DispatchBody::Auto;
-  /// ByTiles: an expert's rows run in tiles of at most this many rows.
-  /// Against 128, 256 ran the LM setting (d 512, hidden 1024) up to a tenth
-  /// faster and the seed grid the same; 64 pads too much.
+  /// ByTiles: an expert's rows run in tiles of at most this many rows. A
+  /// tile rereads its expert's weights (4 MiB in the LM setting, d 512,
+  /// hidden 1024), so tiles should be long; smaller ones pad more of their
+  /// rows (a 100-row expert as two tiles of 64).
   int64_t dispatchTileMaxRows = 256;
   /// Expert weights of dispatch steps are copied once, on first use, into
   /// oneDNN's blocked layout (GemmCache::packWeights) while their total stays
-  /// within this many bytes: with 100 experts of d = h = 256, cold expert
-  /// GEMMs then ran about a fifth faster. The copies live as long as the
+  /// within this many bytes: 100 experts of d = h = 256 on 112 rows each ran
+  /// 13-18% faster so (`dynb-expert-gemm 100 112 256 256`). The copies live
+  /// as long as the
   /// executor, which assumes the parameter store does not change under it.
   /// 0 never packs. dispatchPackedWeightBytes() says what a plan would take.
   int64_t dispatchPackedWeightMaxBytes = int64_t(1) << 30;

@@ -66,8 +66,10 @@ public:
 
   Status run(const GemmArgs &args);
 
-  /// Floats of a [n x k] weight in the layout GEMMs of that shape take
-  /// best (the layout oneDNN picks for it), or -1 if it cannot say.
+  /// Floats to set aside for a [n x k] weight in the layout GEMMs of that
+  /// shape take best (the layout oneDNN picks for it), rounded up to whole
+  /// 64-byte lines so that copies placed one after another stay aligned;
+  /// -1 if it cannot say.
   int64_t packedWeightFloats(int64_t k, int64_t n);
   /// Writes w ([n x k] row-major) into dst in that layout
   /// (packedWeightFloats floats, 64-byte aligned), for GemmArgs::packedW.
