@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 
 using namespace dynb::rt;
@@ -101,6 +102,18 @@ Status DispatchRunner::run(const DispatchStep &step,
   const int64_t tokens = step.x.rows, d = step.x.cols, k = step.topK;
   const int64_t experts = step.experts;
   auto countGemm = [&](const GemmArgs &args) { tally(args, stats); };
+  // Phase times for --profile: each phase's end is the next one's start.
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point mark;
+  if (opts.profile)
+    mark = Clock::now();
+  auto phaseEnds = [&](double &seconds) {
+    if (!opts.profile)
+      return;
+    Clock::time_point now = Clock::now();
+    seconds += std::chrono::duration<double>(now - mark).count();
+    mark = now;
+  };
 
   // 1. and 2.: the gate, logits = x gate^T (+ noise), and routing: top k,
   // softmax, counting sort by expert.
@@ -140,9 +153,12 @@ Status DispatchRunner::run(const DispatchStep &step,
     routeTopK(logitRows, experts, tokens, experts, k, routing_, &pool);
   }
   countGemm(gate);
+  phaseEnds(stats.dispatchGateSeconds);
 
   if (Status s = packExpertWeights(step, resolved, gemm, opts))
     return s;
+  if (opts.profile)
+    mark = Clock::now(); // packing (first use only) is no phase
 
   // 3. and 4.: the rows in expert order through the expert body.
   const int64_t routed = tokens * k;
@@ -156,6 +172,7 @@ Status DispatchRunner::run(const DispatchStep &step,
     direct_ = Direct{};
     if (Status s = runBodyByTiles(step, resolved, threads, opts, stats))
       return s;
+    phaseEnds(stats.dispatchExpertSeconds);
     // Top 1: the tiles wrote out's rows themselves.
     if (k == 1)
       return Status::ok();
@@ -175,6 +192,7 @@ Status DispatchRunner::run(const DispatchStep &step,
     }
     if (Status body = runBodyByStep(step, resolved, gemm, pool, opts, stats))
       return body;
+    phaseEnds(stats.dispatchExpertSeconds);
     if (direct_.writeOut)
       return Status::ok();
   }
@@ -202,6 +220,7 @@ Status DispatchRunner::run(const DispatchStep &step,
                     }
                   }
                 });
+  phaseEnds(stats.dispatchCombineSeconds);
   return Status::ok();
 }
 

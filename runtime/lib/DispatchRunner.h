@@ -32,6 +32,8 @@ public:
     /// Tiles run on the thread team only from this many multiply-adds of
     /// expert GEMMs a call (some 10 us of work).
     int64_t parallelMinMacs = int64_t(1) << 20;
+    /// Time the phases into ExecutorStats::dispatch*Seconds.
+    bool profile = false;
   };
 
   /// Counts its GEMM calls, their flops and the parameter bytes they read

@@ -40,6 +40,7 @@ struct Executor::Impl {
     dispatchOpts.body = opts.dispatchBody;
     dispatchOpts.tileMaxRows = opts.dispatchTileMaxRows;
     dispatchOpts.packedWeightMaxBytes = opts.dispatchPackedWeightMaxBytes;
+    dispatchOpts.profile = opts.profile;
   }
 
   Status run(const Plan &plan);

@@ -141,8 +141,8 @@ static cl::opt<unsigned>
 static cl::opt<bool> profileSteps(
     "profile",
     cl::desc("Time the runtime's steps by kind (gather, GEMM, kernel, "
-             "feature map, dispatch) and print where each strategy's run "
-             "time goes"),
+             "feature map, dispatch; a dispatch's gate, experts and "
+             "combine) and print where each strategy's run time goes"),
     cl::sub(runCmd), cl::cat(dynbCat));
 enum class Device { Cpu, Cuda };
 static cl::opt<Device> device(
@@ -568,6 +568,17 @@ int runRun(Session &session) {
           p.dispatch > 0 ? r->dispatchGemmFlops / p.dispatch * 1e-9 : 0.0,
           100 * (total - p.gemm - p.kernel - p.gather - p.map - p.dispatch) /
               total);
+      if (p.dispatch > 0)
+        llvm::outs() << fmt::format(
+            "  {:<6} dispatch: gate and routing {:.1f}%, experts {:.1f}%, "
+            "combine {:.1f}%, other {:.1f}% (of the dispatch time)\n",
+            toString(st).str(), 100 * p.dispatchGate / p.dispatch,
+            100 * p.dispatchExperts / p.dispatch,
+            100 * p.dispatchCombine / p.dispatch,
+            100 *
+                (p.dispatch - p.dispatchGate - p.dispatchExperts -
+                 p.dispatchCombine) /
+                p.dispatch);
     }
     report.push_back(llvm::json::Object{
         {"strategy", toString(st)},
@@ -593,6 +604,9 @@ int runRun(Session &session) {
         {"gemm_flops", int64_t(r->profile.gemmFlops)},
         {"map_seconds", r->profile.map},
         {"dispatch_seconds", r->profile.dispatch},
+        {"dispatch_gate_seconds", r->profile.dispatchGate},
+        {"dispatch_expert_seconds", r->profile.dispatchExperts},
+        {"dispatch_combine_seconds", r->profile.dispatchCombine},
         {"conv_flops", int64_t(r->profile.convFlops)},
         {"dispatch_gemm_flops", int64_t(r->dispatchGemmFlops)},
         {"dispatch_param_bytes", int64_t(r->dispatchParamBytes)},

@@ -449,6 +449,12 @@ private:
     result.profile.convFlops += after.convFlops - beforeTimed.convFlops;
     result.profile.dispatch +=
         after.dispatchSeconds - beforeTimed.dispatchSeconds;
+    result.profile.dispatchGate +=
+        after.dispatchGateSeconds - beforeTimed.dispatchGateSeconds;
+    result.profile.dispatchExperts +=
+        after.dispatchExpertSeconds - beforeTimed.dispatchExpertSeconds;
+    result.profile.dispatchCombine +=
+        after.dispatchCombineSeconds - beforeTimed.dispatchCombineSeconds;
     result.dispatchGemmFlops +=
         after.dispatchGemmFlops - beforeTimed.dispatchGemmFlops;
     result.dispatchParamBytes +=

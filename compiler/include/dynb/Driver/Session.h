@@ -58,8 +58,11 @@ struct StepProfile {
   /// the convolutions among them (counted with or without profiling).
   double map = 0;
   uint64_t convFlops = 0;
-  /// Dispatch steps, their gate and expert GEMMs included.
+  /// Dispatch steps, their gate and expert GEMMs included, and of that
+  /// time the gate with the routing, the expert body (rows copied in and
+  /// out included) and the combine (rt::ExecutorStats).
   double dispatch = 0;
+  double dispatchGate = 0, dispatchExperts = 0, dispatchCombine = 0;
 };
 
 struct RunResult {

@@ -62,7 +62,8 @@ public:
 
   /// The parameter's buffer (one per name and plan).
   rt::BufferId paramBuffer(llvm::StringRef name);
-  /// A batched embedding: rows `indices` of `table`. One launch.
+  /// A batched embedding: rows `indices` of `table`. One launch; a view of
+  /// the table (no copy) when the rows are consecutive.
   rt::Region lookup(llvm::StringRef table, llvm::ArrayRef<int64_t> indices);
   /// Stacks rows of earlier values: row i is row pairs[2i+1] of
   /// sources[pairs[2i]]. Consecutive rows of one value become a view; any

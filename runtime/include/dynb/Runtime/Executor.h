@@ -80,6 +80,12 @@ struct ExecutorStats {
   /// (its GEMMs included) counts as dispatch.
   double gatherSeconds = 0, gemmSeconds = 0, kernelSeconds = 0,
          dispatchSeconds = 0, mapSeconds = 0;
+  /// Of dispatchSeconds, by phase: the gate GEMM with the routing (noise
+  /// included), the expert body with the copies of rows in and out of
+  /// expert order, and the gate-weighted combine. Packing expert weights on
+  /// first use is in none of them.
+  double dispatchGateSeconds = 0, dispatchExpertSeconds = 0,
+         dispatchCombineSeconds = 0;
   uint64_t gemmFlops = 0;
   int64_t arenaCapacityBytes = 0;
 };
