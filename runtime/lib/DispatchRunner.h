@@ -56,8 +56,7 @@ private:
   /// The body tile by tile: each used expert's rows in tiles of at most
   /// Options::tileMaxRows, the tiles spread over the threads. A tile gathers
   /// its rows of x into thread-local scratch, runs the whole body there
-  /// (single-threaded GEMMs, m padded up to a multiple of 16 above 32 rows
-  /// so a few primitives serve every size) and writes its result rows out:
+  /// (single-threaded GEMMs) and writes its result rows out:
   /// straight into out's token rows under top 1, else into the routed
   /// output for the combine. Nothing of the body then goes through memory
   /// in expert order. False when the body's buffers are not all routed
@@ -118,7 +117,7 @@ private:
   std::vector<std::unique_ptr<GemmCache>> threadGemms_;
   struct Tile {
     int32_t expert;
-    int64_t row, rows, gemmRows; // rows of the expert order; m of its GEMMs
+    int64_t row, rows; // rows [row, row + rows) of the expert order
   };
   std::vector<Tile> tiles_;
   /// Per thread: scratch for the body buffers of one tile, and the buffer

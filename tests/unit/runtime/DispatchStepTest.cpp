@@ -65,7 +65,8 @@ std::vector<double> naiveExpert(const ParameterStore &p, const Moe &m,
 }
 
 void checkDispatch(const Moe &m, uint32_t seed, ExecutorOptions options = {},
-                   int64_t *packedBytes = nullptr) {
+                   int64_t *packedBytes = nullptr,
+                   ExecutorStats *statsAfter = nullptr) {
   SCOPED_TRACE(testing::Message()
                << m.tokens << " tokens, top " << m.k << " of " << m.experts
                << ", body " << int(options.dispatchBody) << ", tiles of "
@@ -138,6 +139,8 @@ void checkDispatch(const Moe &m, uint32_t seed, ExecutorOptions options = {},
             dispatchPackedWeightBytes({plan}, options));
   if (packedBytes)
     *packedBytes = executor.stats().dispatchPackedWeightBytes;
+  if (statsAfter)
+    *statsAfter = executor.stats();
   std::vector<float> got;
   executor.copyOutput(plan, 0, got);
   ASSERT_EQ(got.size(), size_t(m.tokens * m.outCols));
@@ -193,7 +196,8 @@ TEST(DispatchStepTest, TopOneInTokenOrderSkipsTheCopies) {
 }
 
 /// Every case above under both ways of running the body, and tiles small
-/// enough that experts span several, with padded GEMM rows.
+/// enough that experts span several, tiles of row counts GemmCache runs as
+/// two blocks among them.
 TEST(DispatchStepTest, BodyByStepAndByTilesAgree) {
   const Moe cases[] = {
       {37, 5, 2, 6, 8, 3},        {1, 4, 3, 5, 7, 5},
@@ -257,6 +261,34 @@ TEST(DispatchStepTest, TilesOnOneAndManyThreads) {
     checkDispatch({150, 6, 2, 8, 16, 8}, 40 + threads, options);
     checkDispatch({3, 6, 1, 8, 16, 8}, 50 + threads, options);
   }
+}
+
+/// Under profiling a dispatch's time splits into its phases, which lie
+/// within the step's own time: the combine only with k > 1, where it runs.
+TEST(DispatchStepTest, ProfileSplitsThePhases) {
+  for (int64_t k : {1, 2}) {
+    ExecutorOptions options;
+    options.profile = true;
+    ExecutorStats stats;
+    checkDispatch({300, 8, k, 16, 32, 16}, 90 + uint32_t(k), options, nullptr,
+                  &stats);
+    EXPECT_GT(stats.dispatchGateSeconds, 0);
+    EXPECT_GT(stats.dispatchExpertSeconds, 0);
+    if (k == 1)
+      EXPECT_EQ(stats.dispatchCombineSeconds, 0);
+    else
+      EXPECT_GT(stats.dispatchCombineSeconds, 0);
+    EXPECT_LE(stats.dispatchGateSeconds + stats.dispatchExpertSeconds +
+                  stats.dispatchCombineSeconds,
+              stats.dispatchSeconds);
+  }
+  // Without profiling nothing is timed.
+  ExecutorStats quiet;
+  checkDispatch({300, 8, 2, 16, 32, 16}, 93, {}, nullptr, &quiet);
+  EXPECT_EQ(quiet.dispatchSeconds, 0);
+  EXPECT_EQ(quiet.dispatchGateSeconds + quiet.dispatchExpertSeconds +
+                quiet.dispatchCombineSeconds,
+            0);
 }
 
 TEST(DispatchStepTest, ValidationRejectsMismatchedStacks) {

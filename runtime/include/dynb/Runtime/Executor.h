@@ -40,8 +40,7 @@ struct ExecutorOptions {
   DispatchBody dispatchBody = DispatchBody::Auto;
   /// ByTiles: an expert's rows run in tiles of at most this many rows. A
   /// tile rereads its expert's weights (4 MiB in the LM setting, d 512,
-  /// hidden 1024), so tiles should be long; smaller ones pad more of their
-  /// rows (a 100-row expert as two tiles of 64).
+  /// hidden 1024), so tiles should be long.
   int64_t dispatchTileMaxRows = 256;
   /// Expert weights of dispatch steps are copied once, on first use, into
   /// oneDNN's blocked layout (GemmCache::packWeights) while their total stays
