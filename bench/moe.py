@@ -38,9 +38,14 @@ LM_GRID = dict(name="lm", d=512, hidden=1024, k=4, experts=(4, 32, 256),
                tokens=(1024, 8192))
 QUICK = {"seed": dict(experts=(10, 100), tokens=(100, 1000)),
          "lm": dict(experts=(32,), tokens=(1024,))}
-# Batched strategies are fast: median of 3 timed passes; 'none' launches
-# one dispatch a token and gets one.
-REPEAT_NONE, REPEAT_BATCHED = 1, 3
+# 'none' launches one dispatch a token and gets one timed pass. Batched
+# strategies get passes for about TIMED_FLOPS of the layer's work (some
+# 0.1-0.2 s, as the dense GEMM's rounds), at least 3 and at most 100: at
+# 1,000 tokens a pass is about 1.5 ms, and three of them, the first often
+# the slowest, put the median at the mercy of one slow pass.
+REPEAT_NONE = 1
+REPEAT_BATCHED_MIN, REPEAT_BATCHED_MAX = 3, 100
+TIMED_FLOPS = 2e10
 TARGET_RATIO, TARGET_MIN_TOKENS_PER_EXPERT = 0.85, 64
 STREAMING_EXPERTS = 10000
 SEED = 1
@@ -86,6 +91,12 @@ def layer_flops(g, experts, tokens):
     """Gate (d x experts) plus k experts of two Linear layers, a token."""
     d, h, k = g["d"], g["hidden"], g["k"]
     return 2 * tokens * (d * experts + k * (d * h + h * d))
+
+
+def batched_repeat(g, experts, tokens):
+    """Timed passes for depth, agenda and the grouped peer at this point."""
+    passes = -(-TIMED_FLOPS // layer_flops(g, experts, tokens))
+    return int(min(REPEAT_BATCHED_MAX, max(REPEAT_BATCHED_MIN, passes)))
 
 
 # dynbc's executor keeps copies of expert weights in oneDNN's layout while
@@ -146,7 +157,7 @@ PEER_MAX_EXPERTS = 1000
 PEER_ATOL = 1e-3
 
 
-def peer_point(g, experts, tokens, model, args, work):
+def peer_point(g, experts, tokens, model, args, work, repeat):
     """PyTorch on the same tokens and weights: dynbc (agenda) writes its
     outputs with the weights the peers load, and each peer's outputs must
     match them before its time counts."""
@@ -160,9 +171,9 @@ def peer_point(g, experts, tokens, model, args, work):
     run(cmd, "dynbc run (peer check)")
     peers = {}
     try:
-        for mode, repeat in (("eager", 1), ("grouped", REPEAT_BATCHED)):
+        for mode, passes in (("eager", 1), ("grouped", repeat)):
             cmd = [PEER_PYTHON, PEER_SCRIPT, "run", params, "--k", str(g["k"]), "--mode", mode,
-                   "--repeat", str(repeat), "--check", ref, "--atol", str(PEER_ATOL)]
+                   "--repeat", str(passes), "--check", ref, "--atol", str(PEER_ATOL)]
             if args.threads:
                 cmd += ["--threads", str(args.threads)]
             out = run(cmd, "PyTorch " + mode)
@@ -190,11 +201,13 @@ def bench_point(g, experts, tokens, args, work):
     model = os.path.join(work, "moe-%s-e%d-t%d.mlir" % (g["name"], experts, tokens))
     run([sys.executable, GEN, "--tokens", str(tokens), "--experts", str(experts), "--k", str(k),
          "--d", str(d), "--hidden", str(h), "-o", model], "moegen")
+    repeat = batched_repeat(g, experts, tokens)
+    point["batched_passes"] = repeat
     results = dynbc_run(build_dir, model, ["none"], REPEAT_NONE, args, model + ".none.json")
-    results.update(dynbc_run(build_dir, model, ["depth", "agenda"], REPEAT_BATCHED, args,
+    results.update(dynbc_run(build_dir, model, ["depth", "agenda"], repeat, args,
                              model + ".batched.json"))
     if args.peers and experts <= PEER_MAX_EXPERTS:
-        point["peers"] = peer_point(g, experts, tokens, model, args, work)
+        point["peers"] = peer_point(g, experts, tokens, model, args, work, repeat)
     os.remove(model)
     point["strategies"] = {}
     for s in STRATEGIES:
