@@ -41,7 +41,7 @@ struct GemmCacheOptions {
   /// Larger m runs as consecutive row blocks: the rows left rounded down to
   /// their `blockBits` leading binary digits, until at most fixedMaxM are
   /// left, each block a primitive for its exact size: m 1200 is 1152 + 48,
-  /// m 100 is 96 + 4. The first block holds nearly all rows (more than
+  /// m 101 is 100 + 1. The first block holds nearly all rows (more than
   /// 1 - 2^(1 - blockBits) of them), so the GEMM runs at about the rate of
   /// one exact-m primitive, and the cache holds at most fixedMaxM +
   /// 2^(blockBits - 1) primitives per (k, n, lda, ldc, bias, relu) and
