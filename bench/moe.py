@@ -40,9 +40,9 @@ QUICK = {"seed": dict(experts=(10, 100), tokens=(100, 1000)),
          "lm": dict(experts=(32,), tokens=(1024,))}
 # 'none' launches one dispatch a token and gets one timed pass. Batched
 # strategies get passes for about TIMED_FLOPS of the layer's work (some
-# 0.1-0.2 s, as the dense GEMM's rounds), at least 3 and at most 100: at
-# 1,000 tokens a pass is about 1.5 ms, and three of them, the first often
-# the slowest, put the median at the mercy of one slow pass.
+# 0.1-0.2 s, the dense GEMM's five rounds together), at least 3 and at
+# most 100: at 1,000 tokens a pass is about 1.5 ms, and three of them, the
+# first often the slowest, put the median at the mercy of one slow pass.
 REPEAT_NONE = 1
 REPEAT_BATCHED_MIN, REPEAT_BATCHED_MAX = 3, 100
 TIMED_FLOPS = 2e10

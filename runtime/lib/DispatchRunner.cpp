@@ -328,8 +328,8 @@ bool DispatchRunner::planTiles(const DispatchStep &step,
   // largest experts first, for the balance. A tile's GEMMs run on its exact
   // rows, which GemmCache runs as at most two blocks of bounded primitive
   // sizes. Padding m to a multiple of 16 instead (8.8% more rows at 10
-  // experts x 1,000 tokens) ran behind in alternating runs there and at
-  // 100 x 10,000, and level at the LM points.
+  // experts x 1,000 tokens) ran behind or level in alternating runs
+  // (docs/moe.md), and needs zeroed padding rows.
   const int64_t maxRows = std::max<int64_t>(opts.tileMaxRows, 16);
   expertOrder_ = routing_.usedExperts;
   std::stable_sort(expertOrder_.begin(), expertOrder_.end(),
