@@ -66,8 +66,8 @@ int main(int argc, char **argv) {
     // machine's rate; at least 3 calls a round), keep the best or the
     // median: the machine is shared. Rounds of 3 calls whatever the size
     // left the 1,000-row shapes of the MoE benchmark timed over 5 ms.
-    int64_t reps = std::clamp<int64_t>(static_cast<int64_t>(4e9 / flops), 3,
-                                       100000);
+    int64_t reps =
+        std::clamp<int64_t>(static_cast<int64_t>(4e9 / flops), 3, 100000);
     std::vector<double> rounds;
     for (int round = 0; round < 5; ++round) {
       auto start = std::chrono::steady_clock::now();
