@@ -29,3 +29,16 @@ if os.access(ptxas, os.X_OK):
 # FakeCudaDriver.cpp), for the paths of --device=cuda a machine without a
 # GPU never takes.
 config.substitutions.append(("%fake_cuda", os.path.join(config.dynb_obj_root, "lib", "libdynb-fake-cuda.so")))
+
+# Sanitized builds (tools/dev test --sanitize=...): ASan's quarantine and
+# shadow memory and TSan's history inflate resident memory, and every
+# sanitizer slows the program by a load-dependent factor, so bounds on
+# memory or time measure the sanitizer and the machine's load, not dynb.
+# Tests still run their commands and check their outputs there; the bound
+# itself is checked only where this feature is absent, as in
+#   RUN: %if sanitized %{ echo "bound not checked: sanitized build" %} %else %{ ... %}
+# (tests/e2e/sst-dev-stream.test does).
+if config.dynb_sanitize:
+    config.available_features.add("sanitized")
+    for name in config.dynb_sanitize.split(","):
+        config.available_features.add("sanitize-" + name)
