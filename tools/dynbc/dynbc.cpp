@@ -7,6 +7,7 @@
 #include "dynb/Analysis/Signature.h"
 #include "dynb/Driver/FiniteCheck.h"
 #include "dynb/Driver/Session.h"
+#include "dynb/Engine/InterchangeSource.h"
 #include "dynb/JIT/GpuKernelCompiler.h"
 #include "dynb/JIT/KernelCompiler.h"
 #include "dynb/Runtime/CudaDriver.h"
@@ -159,6 +160,20 @@ static cl::opt<bool> streamInput(
              "(memory holds one batch's graphs and plan, and the outputs; "
              "timed passes repeat each batch's plan in place; --check "
              "compares batch by batch)"),
+    cl::sub(runCmd), cl::cat(dynbCat));
+enum class FrontEnd { Auto, Mlir };
+static cl::opt<FrontEnd> frontEnd(
+    "front-end", cl::desc("How instances are read and planned"),
+    cl::init(FrontEnd::Auto),
+    cl::values(
+        clEnumValN(FrontEnd::Auto, "auto",
+                   "interchange files (.json, .jsonl) straight into node "
+                   "records, planned without MLIR; other inputs, and models "
+                   "with expert modules or feature maps, through the "
+                   "importer (the default)"),
+        clEnumValN(FrontEnd::Mlir, "mlir",
+                   "every input through the MLIR importer and the dynb-batch "
+                   "pass (the same plans, at several microseconds a node)")),
     cl::sub(runCmd), cl::cat(dynbCat));
 static cl::opt<std::string>
     reportPath("report",
@@ -626,6 +641,8 @@ int runRun(Session &session) {
         {"max_rel_error", checked ? cmp.maxRelError : -1.0},
         {"check", checked ? (cmp.withinTolerance ? "ok" : "fail") : "off"},
         {"streamed", session.streaming()},
+        {"front_end", r->frontEnd},
+        {"read_seconds", r->readSeconds},
         {"reference_seconds",
          opts.check ? r->referenceSeconds : referenceSeconds},
     });
@@ -712,12 +729,23 @@ int main(int argc, char **argv) {
   session.setClevrConfig(clevr);
   residentAtStart = residentBytes();
   anonymousAtStart = residentAnonymousBytes();
+  std::unique_ptr<InterchangeSource> source;
+  std::string notRecords;
+  // --stream of a document is openStream's error to report.
+  if (runCmd && frontEnd == FrontEnd::Auto &&
+      !(streamInput && llvm::StringRef(inputPath).ends_with(".json")))
+    source = InterchangeSource::open(inputPath, limits, notRecords);
   if (streamInput) {
     if (failed(session.openStream(inputPath)))
+      return 1;
+  } else if (source) {
+    if (failed(session.loadJsonGraphs(inputPath, source->modelJson())))
       return 1;
   } else if (failed(session.loadGraphs(inputPath))) {
     return 1;
   }
+  if (source)
+    session.setPlanner(std::move(source), inputPath);
   residentAfterLoad = residentBytes();
   if (compileCmd)
     return runCompile(session);

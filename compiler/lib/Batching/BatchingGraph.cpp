@@ -44,3 +44,15 @@ void BatchingGraph::clear() {
   deps_.clear();
   numSignatures_ = 0;
 }
+
+void BatchingGraph::renumberSignaturesByFirstUse() {
+  constexpr SignatureId unseen = std::numeric_limits<SignatureId>::max();
+  llvm::SmallVector<SignatureId, 0> newId(numSignatures_, unseen);
+  SignatureId next = 0;
+  for (SignatureId &s : signatures_) {
+    if (newId[s] == unseen)
+      newId[s] = next++;
+    s = newId[s];
+  }
+  numSignatures_ = next;
+}

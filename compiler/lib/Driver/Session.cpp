@@ -126,7 +126,42 @@ Session::Session(llvm::raw_ostream &diagnostics)
 
 Session::~Session() = default;
 
+BatchPlanner::~BatchPlanner() = default;
+
+void Session::setPlanner(std::unique_ptr<BatchPlanner> planner,
+                         StringRef path) {
+  planner_ = std::move(planner);
+  plannerPath_ = path.str();
+  plannerRead_ = false;
+}
+
+LogicalResult Session::fallBackToImporter(llvm::Error why) {
+  std::string message = llvm::toString(std::move(why));
+  planner_.reset();
+  // The importer's diagnostic is the one users see for a bad input.
+  if (streaming()) {
+    if (failed(stream_->rewind(*ctx_)))
+      return failure();
+    for (;;) {
+      FailureOr<OwningOpRef<ModuleOp>> batch = stream_->next(*ctx_, 1);
+      if (failed(batch))
+        return failure();
+      if (!*batch)
+        break;
+    }
+  } else if (failed(loadGraphs(plannerPath_))) {
+    return failure();
+  }
+  emitError(UnknownLoc::get(ctx_.get()))
+      << plannerPath_ << ": the interchange reader refused an input the "
+      << "importer accepts (a bug in dynb; --front-end=mlir reads it): "
+      << message;
+  return failure();
+}
+
 LogicalResult Session::loadGraphs(StringRef path) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto timed = llvm::make_scope_exit([&] { loadSeconds_ = secondsSince(t0); });
   ImportLimits importLimits;
   importLimits.maxNodes = limits_.maxNodes;
   // CLEVR's own question files become IEP instances (ClevrImporter.h).
@@ -172,6 +207,8 @@ LogicalResult Session::checkLoaded() {
 }
 
 uint64_t Session::numInstances() {
+  if (planner_)
+    return planner_->numInstances();
   if (stream_)
     return stream_->numInstances();
   return llvm::range_size(module_->getOps<InstanceOp>());
@@ -287,6 +324,11 @@ FailureOr<StackedOutputs> Session::runReference() {
     emitError(module_->getLoc()) << llvm::toString(std::move(e));
     return failure();
   }
+  // A planner's session holds the model alone: the reference reads the
+  // instances through the importer, independently of the planner.
+  if (planner_ && module_->getOps<InstanceOp>().empty() &&
+      failed(loadGraphs(plannerPath_)))
+    return failure();
   return referenceOf(*module_);
 }
 
@@ -486,7 +528,10 @@ FailureOr<RunResult> Session::run(const RunOptions &options) {
   result.instances = numInstances();
 
   FailureOr<std::vector<rt::Plan>> plans =
-      buildPlans(*module_, options, result);
+      planner_ ? planWithPlanner(options, result)
+               : buildPlans(*module_, options, result);
+  if (!planner_)
+    result.readSeconds = loadSeconds_;
   if (failed(plans) || failed(checkPlanMemory(*plans, 0, module_->getLoc())))
     return failure();
   result.residentAfterPlans = residentBytes();
@@ -509,6 +554,34 @@ FailureOr<RunResult> Session::run(const RunOptions &options) {
   if (failed(runner.timedPasses(*plans, options.repeat, loc)))
     return failure();
   return result;
+}
+
+FailureOr<std::vector<rt::Plan>>
+Session::planWithPlanner(const RunOptions &options, RunResult &result) {
+  result.frontEnd = "records";
+  if (!plannerRead_ || plannerBatchSize_ != options.batchSize) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (llvm::Error e = planner_->readAll(options.batchSize)) {
+      (void)fallBackToImporter(std::move(e));
+      return failure();
+    }
+    loadSeconds_ = secondsSince(t0);
+    plannerRead_ = true;
+    plannerBatchSize_ = options.batchSize;
+  }
+  // Read once for every strategy: each result reports that one read.
+  result.readSeconds = loadSeconds_;
+  llvm::Expected<std::vector<rt::Plan>> plans =
+      planner_->plan(options.strategy, result);
+  if (!plans) {
+    (void)fallBackToImporter(plans.takeError());
+    return failure();
+  }
+  result.paramBytes = int64_t(paramBytes(*module_));
+  for (const rt::Plan &plan : *plans)
+    result.peakLiveBytes =
+        std::max(result.peakLiveBytes, rt::peakLiveBytes(plan));
+  return std::move(*plans);
 }
 
 LogicalResult Session::openStream(StringRef path) {
@@ -536,6 +609,17 @@ struct BatchContext {
 };
 } // namespace
 
+/// A fresh context for one streamed batch, with the session's diagnostics.
+static BatchContext newBatchContext(MLIRContext &parent,
+                                    llvm::raw_ostream &diagnostics) {
+  BatchContext context;
+  context.ctx = std::make_unique<MLIRContext>(parent.getDialectRegistry(),
+                                              MLIRContext::Threading::DISABLED);
+  context.ctx->printOpOnDiagnostic(false);
+  context.handler = attachJsonDiagnostics(*context.ctx, diagnostics);
+  return context;
+}
+
 FailureOr<RunResult> Session::runStreamed(const RunOptions &options) {
   RunResult result;
   result.strategy = options.strategy;
@@ -547,42 +631,42 @@ FailureOr<RunResult> Session::runStreamed(const RunOptions &options) {
   // batches them.
   size_t perBatch = size_t(std::max<int64_t>(options.batchSize, 0));
   uint64_t firstInstance = 0;
-  for (uint64_t batch = 0;; ++batch) {
-    BatchContext context;
-    context.ctx = std::make_unique<MLIRContext>(
-        ctx_->getDialectRegistry(), MLIRContext::Threading::DISABLED);
-    context.ctx->printOpOnDiagnostic(false);
-    context.handler = attachJsonDiagnostics(*context.ctx, diagnostics_);
+
+  // The reference of the next batch, read through the importer (in a
+  // context of its own) and interpreted.
+  auto referenceOfNext =
+      [&](std::optional<StackedOutputs> &reference) -> LogicalResult {
+    BatchContext context = newBatchContext(*ctx_, diagnostics_);
     FailureOr<OwningOpRef<ModuleOp>> module =
         stream_->next(*context.ctx, perBatch);
     if (failed(module))
       return failure();
     if (!*module)
-      break;
-    ModuleOp batchModule = **module;
-    Location loc = batchModule.getLoc();
-    uint64_t read = llvm::range_size(batchModule.getOps<InstanceOp>());
-    std::optional<StackedOutputs> reference;
-    if (options.check) {
-      auto t0 = std::chrono::steady_clock::now();
-      FailureOr<StackedOutputs> ref = referenceOf(batchModule);
-      if (failed(ref))
-        return failure();
-      result.referenceSeconds += secondsSince(t0);
-      reference = std::move(*ref);
-    }
-    FailureOr<std::vector<rt::Plan>> plans =
-        buildPlans(batchModule, options, result);
-    if (failed(plans) || failed(checkPlanMemory(*plans, batch, loc)) ||
-        failed(runner.validate(*plans, loc)))
+      return emitError(module_->getLoc())
+             << "the input ended before the batch being checked";
+    auto t0 = std::chrono::steady_clock::now();
+    FailureOr<StackedOutputs> ref = referenceOf(**module);
+    if (failed(ref))
+      return failure();
+    result.referenceSeconds += secondsSince(t0);
+    reference = std::move(*ref);
+    return success();
+  };
+  // Runs one batch's plans: the warm-up run of each plan collects its
+  // outputs (compared with `reference` if given); the timed passes then
+  // repeat the plans while the batch is loaded.
+  auto runBatch = [&](std::vector<rt::Plan> &plans, uint64_t batch,
+                      uint64_t read,
+                      const std::optional<StackedOutputs> &reference,
+                      Location loc) -> LogicalResult {
+    if (failed(checkPlanMemory(plans, batch, loc)) ||
+        failed(runner.validate(plans, loc)))
       return failure();
     if (batch == 0)
       result.residentAfterPlans = residentBytes();
     result.sampleAnonymous();
-    // The warm-up run of each plan collects its outputs; the timed passes
-    // then repeat the plan while its batch is loaded.
     StackedOutputs batchOutputs;
-    for (const rt::Plan &plan : *plans)
+    for (const rt::Plan &plan : plans)
       if (failed(runner.runCollecting(plan, batchOutputs, read, loc)))
         return failure();
     if (reference)
@@ -600,10 +684,74 @@ FailureOr<RunResult> Session::runStreamed(const RunOptions &options) {
       llvm::append_range(result.outputs.values[p], values);
     result.residentAfterBatch.push_back(residentBytes());
     result.sampleAnonymous();
-    if (failed(runner.timedPasses(*plans, options.repeat, loc)))
+    if (failed(runner.timedPasses(plans, options.repeat, loc)))
       return failure();
     firstInstance += read;
+    return success();
+  };
+
+  if (planner_) {
+    result.frontEnd = "records";
+    if (llvm::Error e = planner_->rewind()) {
+      (void)fallBackToImporter(std::move(e));
+      return failure();
+    }
+    for (uint64_t batch = 0;; ++batch) {
+      auto t0 = std::chrono::steady_clock::now();
+      llvm::Expected<bool> more = planner_->readNext(perBatch);
+      result.readSeconds += secondsSince(t0);
+      if (!more) {
+        (void)fallBackToImporter(more.takeError());
+        return failure();
+      }
+      if (!*more)
+        break;
+      std::optional<StackedOutputs> reference;
+      if (options.check && failed(referenceOfNext(reference)))
+        return failure();
+      llvm::Expected<std::vector<rt::Plan>> plans =
+          planner_->plan(options.strategy, result);
+      if (!plans) {
+        (void)fallBackToImporter(plans.takeError());
+        return failure();
+      }
+      for (const rt::Plan &plan : *plans)
+        result.peakLiveBytes =
+            std::max(result.peakLiveBytes, rt::peakLiveBytes(plan));
+      if (failed(runBatch(*plans, batch, planner_->instancesHeld(), reference,
+                          module_->getLoc())))
+        return failure();
+    }
+  } else {
+    for (uint64_t batch = 0;; ++batch) {
+      BatchContext context = newBatchContext(*ctx_, diagnostics_);
+      auto t0 = std::chrono::steady_clock::now();
+      FailureOr<OwningOpRef<ModuleOp>> module =
+          stream_->next(*context.ctx, perBatch);
+      result.readSeconds += secondsSince(t0);
+      if (failed(module))
+        return failure();
+      if (!*module)
+        break;
+      ModuleOp batchModule = **module;
+      uint64_t read = llvm::range_size(batchModule.getOps<InstanceOp>());
+      std::optional<StackedOutputs> reference;
+      if (options.check) {
+        t0 = std::chrono::steady_clock::now();
+        FailureOr<StackedOutputs> ref = referenceOf(batchModule);
+        if (failed(ref))
+          return failure();
+        result.referenceSeconds += secondsSince(t0);
+        reference = std::move(*ref);
+      }
+      FailureOr<std::vector<rt::Plan>> plans =
+          buildPlans(batchModule, options, result);
+      if (failed(plans) ||
+          failed(runBatch(*plans, batch, read, reference, batchModule.getLoc())))
+        return failure();
+    }
   }
+  result.paramBytes = int64_t(paramBytes(*module_));
   for (const std::vector<float> &v : result.outputs.values)
     result.outputBytes += int64_t(v.size() * sizeof(float));
   return result;

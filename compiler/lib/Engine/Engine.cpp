@@ -73,7 +73,9 @@ Engine::load(const EngineOptions &options) {
                  ? s.loadGraphs(options.modelPath)
                  : s.loadJsonGraphs(name, options.modelJson)))
     return c.takeError("cannot load model '" + name + "'");
-  if (options.paramsPath.empty()) {
+  if (options.planOnly) {
+    // No values: the caller's executor binds the plans' parameters.
+  } else if (options.paramsPath.empty()) {
     if (llvm::Error e = s.seedParams(options.seed))
       return std::move(e);
   } else if (llvm::Error e = s.loadParams(options.paramsPath)) {
@@ -132,6 +134,8 @@ Engine::load(const EngineOptions &options) {
           .count();
   c.scratch = ModuleOp::create(UnknownLoc::get(&s.context()));
 
+  if (options.planOnly)
+    return std::move(engine);
   rt::ExecutorOptions exOpts;
   exOpts.numThreads = options.threads;
   m.executor = std::make_unique<rt::Executor>(s.params(), exOpts);

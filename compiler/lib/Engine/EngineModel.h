@@ -13,6 +13,7 @@
 #include "dynb/Batching/BatchingGraph.h"
 #include "dynb/Engine/Engine.h"
 #include "dynb/Lowering/LoweredSteps.h"
+#include "dynb/Lowering/PlanAssembler.h"
 #include "dynb/Runtime/Executor.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -159,6 +160,44 @@ struct BatchData {
 };
 
 uint64_t newBatchTag();
+
+/// Where a node's results live: row `row` of its group's launch.
+struct Placement {
+  uint32_t group;
+  uint32_t row;
+};
+
+struct AssembleOptions {
+  /// Also compute launchLowerBound (the CLI reports it).
+  bool lowerBound = false;
+  /// The plan's outputs are output p of every instance stacked in
+  /// instance order (as a `dynb.schedule` yields them, what the CLI
+  /// writes); otherwise the launches' own regions, rows copied out by
+  /// Placement (Engine::run).
+  bool stackOutputs = false;
+};
+
+/// A batch's plan and where each node's results are in it.
+struct AssembledGraph {
+  rt::Plan plan;
+  uint64_t launches = 0, lowerBound = 0;
+  PlanStats planStats;
+  double scheduleSeconds = 0, compileSeconds = 0, assembleSeconds = 0;
+  llvm::SmallVector<Placement, 0> placement;
+  /// Results of group g: groupResults[groupStart[g] ...].
+  llvm::SmallVector<rt::Region, 0> groupResults;
+  llvm::SmallVector<uint32_t, 0> groupStart;
+};
+
+/// Schedules every node of `d` with `strategy` and assembles the plan
+/// (leaving the batch as it is): the one walk from a BatchingPlan to plan
+/// steps over a node arena, for Engine::run and dynbc's interchange reader.
+/// `wanted` and `ends` as for runGraph.
+llvm::Error assembleGraph(EngineModel &m, BatchData &d,
+                          BatchingStrategy strategy,
+                          llvm::ArrayRef<OperandRef> wanted,
+                          llvm::ArrayRef<uint32_t> ends,
+                          const AssembleOptions &options, AssembledGraph &out);
 
 /// Schedules and runs every node of `d` (leaving the batch as it is) and
 /// copies the results `wanted` into `results`: one Results instance per

@@ -29,12 +29,6 @@ llvm::Error makeError(const std::string &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
-/// Where a node's results live: row `row` of its group's launch.
-struct Placement {
-  uint32_t group;
-  uint32_t row;
-};
-
 /// Compiles kernels of per-instance ops new to the engine. A batch with
 /// per-instance ops takes the compile lock even when nothing is new: that
 /// orders this thread's reads of OpInfo::lowered after the write.
@@ -72,6 +66,9 @@ llvm::Expected<Results> Engine::run(Batch &batch, BatchingStrategy strategy) {
   } reset{d};
   if (&d.engine != this)
     return makeError("the batch was made for another engine");
+  if (!model_->executor)
+    return makeError("this engine was loaded to plan only "
+                     "(EngineOptions::planOnly); it cannot run batches");
   if (llvm::Error err = batch.error())
     return std::move(err);
   llvm::SmallVector<OperandRef, 0> wanted;
@@ -86,48 +83,75 @@ llvm::Expected<Results> Engine::run(Batch &batch, BatchingStrategy strategy) {
   return std::move(results);
 }
 
-llvm::Error detail::runGraph(EngineModel &m, BatchData &d,
-                             BatchingStrategy strategy,
-                             llvm::ArrayRef<OperandRef> wanted,
-                             llvm::ArrayRef<uint32_t> ends, Results &results) {
-  BatchStats &stats = results.mutableStats();
-  stats.instances = ends.size();
-  stats.nodes = d.nodes.size();
-  if (d.nodes.empty()) {
-    for (size_t i = 0; i < ends.size(); ++i)
-      results.endInstance();
-    return llvm::Error::success();
-  }
-
+llvm::Error detail::assembleGraph(EngineModel &m, BatchData &d,
+                                  BatchingStrategy strategy,
+                                  llvm::ArrayRef<OperandRef> wanted,
+                                  llvm::ArrayRef<uint32_t> ends,
+                                  const AssembleOptions &options,
+                                  AssembledGraph &out) {
+  out = AssembledGraph();
   auto t0 = Clock::now();
-  BatchingPlan plan = scheduleBatches(d.graph, strategy);
-  stats.scheduleSeconds = since(t0);
-  stats.launches = plan.numGroups();
+  // Signature ids in first-use order, as the dynb-batch pass interns them:
+  // the same groups in the same order, so the same plan (SignatureTable).
+  // A copy: a builder that reads values adds nodes to the batch after
+  // this run, with the engine's own ids.
+  BatchingGraph graph = d.graph;
+  graph.renumberSignaturesByFirstUse();
+  BatchingPlan plan = scheduleBatches(graph, strategy);
+  if (options.lowerBound)
+    out.lowerBound = launchLowerBound(graph);
+  out.scheduleSeconds = since(t0);
+  out.launches = plan.numGroups();
 
   t0 = Clock::now();
   if (llvm::Error err = compileNewOps(m, d, plan))
     return err;
-  stats.compileSeconds = since(t0);
+  out.compileSeconds = since(t0);
 
   t0 = Clock::now();
-  PlanStats planStats;
   PlanAssembler assembler(
       [&](llvm::StringRef name) {
         const ParamInfo &p = m.params[m.paramIds.lookup(name)];
         return std::make_pair(p.rows, p.cols);
       },
-      planStats);
+      out.planStats);
   size_t numGroups = plan.numGroups();
-  llvm::SmallVector<Placement, 0> placement(d.nodes.size());
+  llvm::SmallVector<Placement, 0> &placement = out.placement;
+  placement.resize(d.nodes.size());
   // Results of group g: groupResults[groupStart[g] ...].
-  llvm::SmallVector<rt::Region, 0> groupResults;
-  llvm::SmallVector<uint32_t, 0> groupStart;
+  llvm::SmallVector<rt::Region, 0> &groupResults = out.groupResults;
+  llvm::SmallVector<uint32_t, 0> &groupStart = out.groupStart;
   groupStart.reserve(numGroups + 1);
   groupResults.reserve(numGroups * 2);
 
   llvm::SmallVector<int64_t, 64> indices, pairs;
   llvm::SmallVector<rt::Region, 8> sources;
   llvm::SmallDenseMap<uint64_t, unsigned, 8> sourceIndex;
+  // The rows `refs` as one batched value, as the dynb-batch pass stacks
+  // them: every row of one launch's value in order is that value itself
+  // (no gather at all); anything else goes through PlanAssembler::gather.
+  auto stack = [&](llvm::ArrayRef<OperandRef> refs,
+                   int64_t cols) -> AssembledValue {
+    sources.clear();
+    sourceIndex.clear();
+    pairs.clear();
+    bool identity = true;
+    for (auto [i, ref] : llvm::enumerate(refs)) {
+      Placement at = placement[ref.node];
+      uint32_t slot = groupStart[at.group] + ref.result;
+      auto [it, inserted] = sourceIndex.try_emplace(slot, sources.size());
+      if (inserted)
+        sources.push_back(groupResults[slot]);
+      pairs.push_back(it->second);
+      pairs.push_back(at.row);
+      identity &= it->second == 0 && at.row == i;
+    }
+    if (identity && sources.size() == 1 &&
+        sources.front().rows == int64_t(refs.size()))
+      return {sources.front(), -1};
+    return assembler.gather(sources, pairs, cols);
+  };
+  llvm::SmallVector<OperandRef, 64> refs;
   llvm::SmallVector<AssembledValue, 4> args;
   llvm::SmallVector<rt::Region, 2> launched;
   for (size_t g = 0; g < numGroups; ++g) {
@@ -144,23 +168,12 @@ llvm::Error detail::runGraph(EngineModel &m, BatchData &d,
     } else {
       args.clear();
       for (unsigned p = 0; p < proto.numOperands; ++p) {
-        sources.clear();
-        sourceIndex.clear();
-        pairs.clear();
-        for (NodeId id : group) {
-          OperandRef ref = d.nodes[id]->operands[p];
-          Placement at = placement[ref.node];
-          uint32_t slot = groupStart[at.group] + ref.result;
-          auto [it, inserted] = sourceIndex.try_emplace(slot, sources.size());
-          if (inserted)
-            sources.push_back(groupResults[slot]);
-          pairs.push_back(it->second);
-          pairs.push_back(at.row);
-        }
+        refs.clear();
+        for (NodeId id : group)
+          refs.push_back(d.nodes[id]->operands[p]);
         args.push_back(
-            assembler.gather(sources, pairs,
-                             d.resultWidth(*d.nodes[proto.operands[p].node],
-                                           proto.operands[p].result)));
+            stack(refs, d.resultWidth(*d.nodes[proto.operands[p].node],
+                                      proto.operands[p].result)));
       }
       const LoweredSteps *lowered =
           proto.kind == NodeKind::Call
@@ -175,20 +188,60 @@ llvm::Error detail::runGraph(EngineModel &m, BatchData &d,
   }
   groupStart.push_back(groupResults.size());
 
-  // Outputs: the launches' own regions, kept live to the end of the plan;
-  // the wanted rows are copied out after the run.
-  llvm::DenseMap<uint32_t, bool> isOutput;
-  size_t floats = 0;
-  for (OperandRef ref : wanted) {
-    uint32_t slot = groupStart[placement[ref.node].group] + ref.result;
-    if (isOutput.try_emplace(slot, true).second)
-      assembler.addOutput(groupResults[slot]);
-    floats += groupResults[slot].cols;
+  if (options.stackOutputs) {
+    // Output p of every instance, stacked in instance order (the CLI's
+    // outputs; every instance has the same number of outputs).
+    size_t perInstance = ends.empty() ? 0 : ends.front();
+    for (size_t p = 0; p < perInstance; ++p) {
+      refs.clear();
+      for (size_t i = 0; i < ends.size(); ++i)
+        refs.push_back(wanted[ends[i] - perInstance + p]);
+      const Node &first = *d.nodes[refs.front().node];
+      assembler.addOutput(
+          stack(refs, d.resultWidth(first, refs.front().result)).region);
+    }
+  } else {
+    // Outputs: the launches' own regions, kept live to the end of the plan;
+    // the wanted rows are copied out after the run.
+    llvm::DenseMap<uint32_t, bool> isOutput;
+    for (OperandRef ref : wanted) {
+      uint32_t slot = groupStart[placement[ref.node].group] + ref.result;
+      if (isOutput.try_emplace(slot, true).second)
+        assembler.addOutput(groupResults[slot]);
+    }
   }
-  rt::Plan runPlan = assembler.finish();
-  stats.assembleSeconds = since(t0);
+  out.plan = assembler.finish();
+  out.assembleSeconds = since(t0);
+  return llvm::Error::success();
+}
 
-  t0 = Clock::now();
+llvm::Error detail::runGraph(EngineModel &m, BatchData &d,
+                             BatchingStrategy strategy,
+                             llvm::ArrayRef<OperandRef> wanted,
+                             llvm::ArrayRef<uint32_t> ends, Results &results) {
+  BatchStats &stats = results.mutableStats();
+  stats.instances = ends.size();
+  stats.nodes = d.nodes.size();
+  if (d.nodes.empty()) {
+    for (size_t i = 0; i < ends.size(); ++i)
+      results.endInstance();
+    return llvm::Error::success();
+  }
+
+  AssembledGraph assembled;
+  if (llvm::Error err =
+          assembleGraph(m, d, strategy, wanted, ends, {}, assembled))
+    return err;
+  stats.scheduleSeconds = assembled.scheduleSeconds;
+  stats.launches = assembled.launches;
+  stats.compileSeconds = assembled.compileSeconds;
+  stats.assembleSeconds = assembled.assembleSeconds;
+  rt::Plan &runPlan = assembled.plan;
+  size_t floats = 0;
+  for (OperandRef ref : wanted)
+    floats += d.resultWidth(*d.nodes[ref.node], ref.result);
+
+  auto t0 = Clock::now();
   std::unique_lock<std::mutex> lock(m.runMutex);
   stats.waitSeconds = since(t0);
   t0 = Clock::now();
@@ -205,10 +258,11 @@ llvm::Error detail::runGraph(EngineModel &m, BatchData &d,
   for (uint32_t end : ends) {
     for (; next < end; ++next) {
       OperandRef ref = wanted[next];
+      Placement at = assembled.placement[ref.node];
       const rt::Region &r =
-          groupResults[groupStart[placement[ref.node].group] + ref.result];
-      const float *row = m.executor->rowPointer(
-          runPlan, r.buffer, r.row + placement[ref.node].row);
+          assembled.groupResults[assembled.groupStart[at.group] + ref.result];
+      const float *row =
+          m.executor->rowPointer(runPlan, r.buffer, r.row + at.row);
       float *dst = results.appendOutput(r.cols);
       std::memcpy(dst, row + r.col, r.cols * sizeof(float));
     }

@@ -36,6 +36,14 @@ public:
   /// One past the largest signature id used.
   SignatureId numSignatures() const { return numSignatures_; }
   void reserve(size_t nodes, size_t edges);
+  /// Renumbers the signatures 0, 1, 2, ... in the order their first nodes
+  /// were added. Schedules order a depth's groups by signature id, so two
+  /// producers that number signatures differently (the dynb-batch pass
+  /// interns them in program order; the Engine keeps model-wide ids) get
+  /// the same schedule, and the same plan, once both are in this order.
+  /// Producers that keep adding nodes with their own ids afterwards
+  /// renumber a copy.
+  void renumberSignaturesByFirstUse();
   void clear();
 
 private:

@@ -72,6 +72,12 @@ struct RunResult {
   PlanStats plan;
   double scheduleSeconds = 0; // the batching pass
   double planSeconds = 0;     // building plans, JIT excluded
+  /// The front end's share before scheduling: reading the input into the
+  /// batching graph (JSON parsing and node records with a BatchPlanner;
+  /// the MLIR import otherwise, whole-input runs: loadGraphs' time).
+  double readSeconds = 0;
+  /// The front end that planned: "records" (a BatchPlanner) or "mlir".
+  const char *frontEnd = "mlir";
   double jitSeconds = 0;      // lowering + JIT of modules new to the cache
   unsigned modulesCompiled = 0;
   std::vector<double> passSeconds; // each timed pass over every batch
@@ -103,6 +109,34 @@ struct RunResult {
   double referenceSeconds = 0;
 
   double medianPassSeconds() const;
+};
+
+/// Reads instances into compact node records and plans them without
+/// building MLIR: dynbc's front end for interchange files
+/// (dynb::InterchangeSource in the Engine library, docs/architecture.md).
+/// When a Session has one, run() plans through it instead of through the
+/// dynb-batch pass; the plans are those of the pass, step for step.
+/// Failures print nothing: the Session then reads the input through the
+/// MLIR importer, whose located diagnostic is the one users see.
+class BatchPlanner {
+public:
+  virtual ~BatchPlanner();
+  /// Instances in the input.
+  virtual uint64_t numInstances() const = 0;
+  /// Whole-input runs: reads every instance once, as batches of
+  /// `batchSize` (0: one batch), kept for every strategy.
+  virtual llvm::Error readAll(int64_t batchSize) = 0;
+  /// Streamed runs: back to the first instance, then readNext() reads
+  /// the next batch of up to `n` instances in place of the one held
+  /// (false at the end of the input).
+  virtual llvm::Error rewind() = 0;
+  virtual llvm::Expected<bool> readNext(size_t n) = 0;
+  /// Instances in the batches held now.
+  virtual uint64_t instancesHeld() const = 0;
+  /// Plans the batches held now with `strategy`, adding nodes, launches,
+  /// the lower bound, plan statistics and times to `result`.
+  virtual llvm::Expected<std::vector<rt::Plan>>
+  plan(BatchingStrategy strategy, RunResult &result) = 0;
 };
 
 /// What a session refuses before allocating: defaults fit a 24 GiB machine.
@@ -148,6 +182,13 @@ public:
   /// would exceed the memory limit.
   llvm::Error seedParams(uint64_t seed);
   void setLimits(const SessionLimits &limits) { limits_ = limits; }
+  /// Plans through `planner` instead of the dynb-batch pass. Load the
+  /// model first: the model only (loadJsonGraphs of the model's text), or
+  /// openStream for a streamed run.
+  void setPlanner(std::unique_ptr<BatchPlanner> planner, llvm::StringRef path);
+  bool hasPlanner() const { return planner_ != nullptr; }
+  /// Seconds loadGraphs took (the whole-input MLIR import).
+  double loadSeconds() const { return loadSeconds_; }
   /// The IEP model's sizes for CLEVR question files (see ClevrImporter.h).
   void setClevrConfig(const ClevrModelConfig &config) { clevr_ = config; }
   const SessionLimits &limits() const { return limits_; }
@@ -182,7 +223,20 @@ private:
   mlir::LogicalResult checkPlanMemory(const std::vector<rt::Plan> &plans,
                                       uint64_t firstBatch, mlir::Location loc);
 
+  /// The planner failed: reads the input through the MLIR importer, whose
+  /// diagnostic explains the failure. Succeeds (with a warning) only if the
+  /// importer accepts the input, which then runs on the MLIR path.
+  mlir::LogicalResult fallBackToImporter(llvm::Error why);
+  mlir::FailureOr<std::vector<rt::Plan>>
+  planWithPlanner(const RunOptions &options, RunResult &result);
+
   llvm::raw_ostream &diagnostics_;
+  std::unique_ptr<BatchPlanner> planner_;
+  std::string plannerPath_;
+  /// Whole-input runs with a planner read the instances once.
+  bool plannerRead_ = false;
+  int64_t plannerBatchSize_ = -1;
+  double loadSeconds_ = 0;
   std::unique_ptr<mlir::MLIRContext> ctx_;
   llvm::SourceMgr sourceMgr_;
   std::unique_ptr<mlir::SourceMgrDiagnosticHandler> diagHandler_;

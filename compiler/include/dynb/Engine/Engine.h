@@ -49,6 +49,10 @@ struct EngineOptions {
   /// Check each plan against its buffers and the parameters before running
   /// it (cheap; off only for measuring the fast path's floor).
   bool validatePlans = true;
+  /// Load the model and compile its modules, but no parameters and no
+  /// executor: for a caller that runs the plans itself (dynbc's reader of
+  /// interchange files); run() then fails.
+  bool planOnly = false;
 };
 
 /// What the engine compiled and how long that took.

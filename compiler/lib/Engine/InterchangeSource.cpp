@@ -1,0 +1,899 @@
+//===- InterchangeSource.cpp - Interchange instances into node records ----===//
+//
+// Parses instance objects with simdjson's On Demand API (no DOM: fields are
+// read once, in file order) and adds each node through the Engine's
+// Instance handles, which check widths, tables and rows and record the
+// node in the batch's arena and BatchingGraph. The reader accepts a subset
+// of what the importer accepts: anything it does not take fails the read,
+// and the Session then reads the input through the importer, whose
+// located diagnostic (or, for a valid input, whose MLIR path) is what the
+// user gets. tests/fuzz/FuzzJson.cpp holds the two to that.
+//
+//===----------------------------------------------------------------------===//
+#include "dynb/Engine/InterchangeSource.h"
+#include "EngineModel.h"
+#include "dynb/Engine/Engine.h"
+#include "dynb/Import/DuplicateKeys.h"
+#include "dynb/Import/NestingDepth.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+#include <simdjson.h>
+
+using namespace dynb;
+using namespace dynb::detail;
+namespace od = simdjson::ondemand;
+
+namespace {
+
+llvm::Error makeError(const std::string &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+/// An integer as llvm::json::Value::getAsInteger takes it: a JSON integer
+/// within int64, or a number with no fractional part within int64.
+std::optional<int64_t> integerOf(od::value v) {
+  od::number_type type;
+  if (v.get_number_type().get(type))
+    return std::nullopt;
+  switch (type) {
+  case od::number_type::signed_integer: {
+    int64_t x;
+    if (v.get_int64().get(x))
+      return std::nullopt;
+    return x;
+  }
+  case od::number_type::unsigned_integer: {
+    uint64_t x;
+    if (v.get_uint64().get(x) ||
+        x > uint64_t(std::numeric_limits<int64_t>::max()))
+      return std::nullopt;
+    return int64_t(x);
+  }
+  case od::number_type::floating_point_number: {
+    double d;
+    if (v.get_double().get(d))
+      return std::nullopt;
+    double whole;
+    if (std::modf(d, &whole) != 0.0 ||
+        !(d >= double(std::numeric_limits<int64_t>::min()) &&
+          d <= double(std::numeric_limits<int64_t>::max())))
+      return std::nullopt;
+    return int64_t(d);
+  }
+  }
+  return std::nullopt;
+}
+
+/// A member whose value the reader does not interpret: the importer still
+/// scans it for duplicate keys and bracket depth, so the reader does too.
+bool acceptableSkipped(od::value v, unsigned depth) {
+  od::json_type type;
+  if (v.type().get(type))
+    return false;
+  if (type != od::json_type::object && type != od::json_type::array)
+    return true; // scalars are skipped by the iteration itself
+  std::string_view raw;
+  if (type == od::json_type::object) {
+    od::object o;
+    if (v.get_object().get(o) || o.raw_json().get(raw))
+      return false;
+  } else {
+    od::array a;
+    if (v.get_array().get(a) || a.raw_json().get(raw))
+      return false;
+  }
+  llvm::StringRef text(raw.data(), raw.size());
+  return depth < kMaxNestingDepth &&
+         !findExcessiveNesting(text, kMaxNestingDepth - depth, false) &&
+         !findDuplicateKey(text);
+}
+
+/// Keys of one object seen so far: the importer refuses a key given twice.
+class KeySet {
+public:
+  bool insert(std::string_view key) {
+    for (std::string_view k : keys_)
+      if (k == key)
+        return false;
+    keys_.push_back(key);
+    return true;
+  }
+
+private:
+  llvm::SmallVector<std::string_view, 8> keys_;
+};
+
+enum class OpCode : uint8_t {
+  Embedding,
+  Call,
+  Linear,
+  Add,
+  Mul,
+  Sigmoid,
+  Tanh,
+  Relu,
+  Concat,
+  Slice,
+  Other
+};
+
+OpCode opCodeOf(std::string_view op) {
+  switch (op.size()) {
+  case 3:
+    if (op == "add")
+      return OpCode::Add;
+    if (op == "mul")
+      return OpCode::Mul;
+    break;
+  case 4:
+    if (op == "tanh")
+      return OpCode::Tanh;
+    if (op == "relu")
+      return OpCode::Relu;
+    if (op == "call")
+      return OpCode::Call;
+    break;
+  case 5:
+    if (op == "slice")
+      return OpCode::Slice;
+    break;
+  case 6:
+    if (op == "linear")
+      return OpCode::Linear;
+    if (op == "concat")
+      return OpCode::Concat;
+    break;
+  case 7:
+    if (op == "sigmoid")
+      return OpCode::Sigmoid;
+    break;
+  case 9:
+    if (op == "embedding")
+      return OpCode::Embedding;
+    break;
+  }
+  return OpCode::Other;
+}
+
+/// A member's value as read, for the op to take or ignore: the importer
+/// complains about a member of the wrong type only if the op needs it.
+struct StringField {
+  bool present = false;
+  std::optional<std::string_view> value;
+};
+struct IntField {
+  bool present = false;
+  std::optional<int64_t> value;
+};
+
+struct Ref {
+  int64_t node, result;
+};
+
+/// Whether the document was read to its end: nothing may follow the
+/// top-level value (llvm::json refuses trailing text).
+bool atEnd(od::document &doc) {
+  const char *next;
+  return doc.current_location().get(next) != simdjson::SUCCESS;
+}
+
+} // namespace
+
+struct InterchangeSource::Impl {
+  std::string path;
+  bool lines = false;
+  SessionLimits limits;
+  std::string modelJson;
+  /// Nodes of the model's modules: the --max-nodes limit counts them too.
+  uint64_t modelNodes = 0;
+  std::unique_ptr<Engine> engine;
+  bool jitReported = false;
+  uint64_t instanceCount = 0;
+
+  // JSON Lines: the file (mapped) and where the instance lines start.
+  std::unique_ptr<llvm::MemoryBuffer> file;
+  size_t firstInstanceOffset = 0, cursor = 0;
+  unsigned firstInstanceLine = 0, cursorLine = 0;
+  std::string padded;
+  od::parser parser;
+
+  // A document: the padded text and the instances' iterator.
+  simdjson::padded_string docText;
+  od::document document;
+  od::array_iterator instanceIt, instanceEnd;
+
+  // Reading state.
+  uint64_t nextInstance = 0;
+  uint64_t nodesRead = 0;
+  std::vector<std::unique_ptr<Batch>> batches;
+  uint64_t held = 0;
+  bool haveFirstOutputs = false;
+  llvm::SmallVector<int64_t, 4> firstOutputWidths;
+  std::vector<llvm::SmallVector<Value, 2>> results;
+  llvm::SmallVector<Ref, 8> refs;
+  llvm::SmallVector<Value, 8> operands;
+
+  EngineModel &model() { return engine->model(); }
+
+  llvm::Error fail(uint64_t instance, const std::string &what) {
+    return makeError(fmt::format("{}: instance {}: {}", path, instance, what));
+  }
+  llvm::Error failNode(uint64_t instance, size_t node, const std::string &what) {
+    return makeError(
+        fmt::format("{}: instance {}, node {}: {}", path, instance, node, what));
+  }
+
+  llvm::Error readRefList(od::value v, uint64_t instance, size_t node,
+                          unsigned depth);
+  llvm::Error readNode(od::object o, Instance &inst, uint64_t instance,
+                       size_t node, unsigned depth);
+  llvm::Error readInstance(od::object o, Batch &batch, uint64_t instance,
+                           unsigned depth);
+  llvm::Error readLine(llvm::StringRef line, Batch &batch, uint64_t instance);
+  /// Reads the next instance into `batch`; false at the end.
+  llvm::Expected<bool> readOne(Batch &batch);
+  llvm::Error resetReading();
+  llvm::Error openDocument();
+  llvm::Error openLines();
+};
+
+/// A list of references (a node's inputs, an instance's outputs) into
+/// `refs`, checked for shape only.
+llvm::Error InterchangeSource::Impl::readRefList(od::value v,
+                                                 uint64_t instance, size_t node,
+                                                 unsigned depth) {
+  refs.clear();
+  od::array arr;
+  if (v.get_array().get(arr))
+    return failNode(instance, node, "a reference list is not a list");
+  for (auto element : arr) {
+    od::value e;
+    if (element.get(e))
+      return failNode(instance, node, "bad reference");
+    od::json_type type;
+    if (e.type().get(type))
+      return failNode(instance, node, "bad reference");
+    if (type == od::json_type::array) {
+      od::array pair;
+      if (e.get_array().get(pair))
+        return failNode(instance, node, "bad reference");
+      int64_t parts[2];
+      size_t count = 0;
+      for (auto p : pair) {
+        od::value pv;
+        if (p.get(pv) || count == 2)
+          return failNode(instance, node, "a reference pair is [node, result]");
+        std::optional<int64_t> x = integerOf(pv);
+        if (!x)
+          return failNode(instance, node, "a reference pair is [node, result]");
+        parts[count++] = *x;
+      }
+      if (count != 2)
+        return failNode(instance, node, "a reference pair is [node, result]");
+      refs.push_back({parts[0], parts[1]});
+    } else {
+      std::optional<int64_t> x = integerOf(e);
+      if (!x)
+        return failNode(instance, node, "a reference is a node number");
+      refs.push_back({*x, 0});
+    }
+  }
+  (void)depth;
+  return llvm::Error::success();
+}
+
+llvm::Error InterchangeSource::Impl::readNode(od::object o, Instance &inst,
+                                              uint64_t instance, size_t node,
+                                              unsigned depth) {
+  EngineModel &m = model();
+  KeySet keys;
+  StringField op, table, module, weight, bias;
+  IntField index, offset, size;
+  llvm::SmallVector<Ref, 8> inputs;
+  // A member of a type its op does not take is left without a value (the
+  // op fails if it needs it; the importer ignores it otherwise), but a
+  // container is still scanned as the importer scans everything.
+  auto isScalar = [&](od::value v, bool &ok) {
+    od::json_type type;
+    ok = !v.type().get(type);
+    if (!ok)
+      return false;
+    if (type == od::json_type::object || type == od::json_type::array) {
+      ok = acceptableSkipped(v, depth + 1);
+      return false;
+    }
+    return true;
+  };
+  bool scanned = true;
+  auto readString = [&](od::value v, StringField &f) {
+    f.present = true;
+    std::string_view s;
+    if (isScalar(v, scanned) && !v.get_string().get(s))
+      f.value = s;
+  };
+  auto readInt = [&](od::value v, IntField &f) {
+    f.present = true;
+    if (isScalar(v, scanned))
+      f.value = integerOf(v);
+  };
+  for (auto field : o) {
+    std::string_view key;
+    if (field.unescaped_key().get(key))
+      return failNode(instance, node, "bad key");
+    if (!keys.insert(key))
+      return failNode(instance, node, "a key given twice");
+    od::value v = field.value();
+    if (key == "op")
+      readString(v, op);
+    else if (key == "inputs") {
+      if (llvm::Error e = readRefList(v, instance, node, depth + 1))
+        return e;
+      inputs.assign(refs.begin(), refs.end());
+    } else if (key == "table")
+      readString(v, table);
+    else if (key == "index")
+      readInt(v, index);
+    else if (key == "module")
+      readString(v, module);
+    else if (key == "weight")
+      readString(v, weight);
+    else if (key == "bias")
+      readString(v, bias);
+    else if (key == "offset")
+      readInt(v, offset);
+    else if (key == "size")
+      readInt(v, size);
+    else if (!acceptableSkipped(v, depth + 1))
+      return failNode(instance, node, "a member the reader cannot skip");
+    if (!scanned)
+      return failNode(instance, node, "a member the reader cannot skip");
+  }
+  if (!op.value)
+    return failNode(instance, node, "a node needs a string 'op'");
+
+  // Inputs resolve backwards, to a result the node has.
+  operands.clear();
+  for (const Ref &r : inputs) {
+    if (r.node < 0 || size_t(r.node) >= node)
+      return failNode(instance, node, "an input refers forwards");
+    const llvm::SmallVector<Value, 2> &res = results[r.node];
+    if (r.result < 0 || size_t(r.result) >= res.size())
+      return failNode(instance, node, "an input names a missing result");
+    operands.push_back(res[r.result]);
+  }
+  auto needInputs = [&](size_t n) { return operands.size() == n; };
+  auto paramId = [&](std::string_view name) -> std::optional<uint32_t> {
+    auto it = m.paramIds.find(llvm::StringRef(name.data(), name.size()));
+    if (it == m.paramIds.end())
+      return std::nullopt;
+    return it->second;
+  };
+
+  llvm::SmallVector<Value, 2> out;
+  switch (opCodeOf(*op.value)) {
+  case OpCode::Embedding: {
+    std::optional<uint32_t> t = table.value ? paramId(*table.value) : std::nullopt;
+    if (!t || !index.value || !needInputs(0))
+      return failNode(instance, node, "a bad embedding");
+    out.push_back(inst.embedding(Param{*t}, *index.value));
+    break;
+  }
+  case OpCode::Call: {
+    if (!module.value)
+      return failNode(instance, node, "a call needs a module");
+    auto it = m.moduleIds.find(
+        llvm::StringRef(module.value->data(), module.value->size()));
+    if (it == m.moduleIds.end())
+      return failNode(instance, node, "unknown module");
+    out = inst.call(Module{it->second}, operands);
+    break;
+  }
+  case OpCode::Linear: {
+    std::optional<uint32_t> w =
+        weight.value ? paramId(*weight.value) : std::nullopt;
+    std::optional<uint32_t> b;
+    if (bias.present) {
+      b = bias.value ? paramId(*bias.value) : std::nullopt;
+      if (!b)
+        return failNode(instance, node, "unknown bias");
+    }
+    if (!w || !needInputs(1))
+      return failNode(instance, node, "a bad linear");
+    std::optional<Param> biasParam;
+    if (b)
+      biasParam = Param{*b};
+    out.push_back(inst.linear(operands[0], Param{*w}, biasParam));
+    break;
+  }
+  case OpCode::Add:
+  case OpCode::Mul:
+    if (!needInputs(2))
+      return failNode(instance, node, "takes 2 inputs");
+    out.push_back(opCodeOf(*op.value) == OpCode::Add
+                      ? inst.add(operands[0], operands[1])
+                      : inst.mul(operands[0], operands[1]));
+    break;
+  case OpCode::Sigmoid:
+  case OpCode::Tanh:
+  case OpCode::Relu: {
+    if (!needInputs(1))
+      return failNode(instance, node, "takes 1 input");
+    OpCode c = opCodeOf(*op.value);
+    out.push_back(c == OpCode::Sigmoid ? inst.sigmoid(operands[0])
+                  : c == OpCode::Tanh  ? inst.tanh(operands[0])
+                                       : inst.relu(operands[0]));
+    break;
+  }
+  case OpCode::Concat:
+    if (operands.size() < 2)
+      return failNode(instance, node, "a concat takes 2 or more inputs");
+    out.push_back(inst.concat(operands));
+    break;
+  case OpCode::Slice:
+    if (!offset.value || !size.value || !needInputs(1))
+      return failNode(instance, node, "a bad slice");
+    out.push_back(inst.slice(operands[0], *offset.value, *size.value));
+    break;
+  case OpCode::Other:
+    // arg (modules only), dispatch (the planner's models have no experts)
+    // and unknown ops.
+    return failNode(instance, node,
+                    fmt::format("op '{}' is not read here",
+                                std::string(*op.value)));
+  }
+  if (inst.batch()->failed(inst.index()))
+    return makeError(fmt::format(
+        "{}: {}", path, llvm::toString(inst.batch()->error())));
+  results.push_back(std::move(out));
+  return llvm::Error::success();
+}
+
+llvm::Error InterchangeSource::Impl::readInstance(od::object o, Batch &batch,
+                                                  uint64_t instance,
+                                                  unsigned depth) {
+  KeySet keys;
+  bool haveNodes = false, haveOutputs = false;
+  llvm::SmallVector<Ref, 4> outputs;
+  Instance inst = batch.addInstance();
+  results.clear();
+  for (auto field : o) {
+    std::string_view key;
+    if (field.unescaped_key().get(key))
+      return fail(instance, "bad key");
+    if (!keys.insert(key))
+      return fail(instance, "a key given twice");
+    od::value v = field.value();
+    if (key == "nodes") {
+      haveNodes = true;
+      od::array nodes;
+      if (v.get_array().get(nodes))
+        return fail(instance, "'nodes' is not a list");
+      size_t index = 0;
+      for (auto element : nodes) {
+        if (limits.maxNodes && modelNodes + ++nodesRead > limits.maxNodes)
+          return fail(instance, "over the --max-nodes limit");
+        od::object n;
+        if (element.get_object().get(n))
+          return failNode(instance, index, "a node is not an object");
+        if (llvm::Error e = readNode(n, inst, instance, index, depth + 2))
+          return e;
+        ++index;
+      }
+    } else if (key == "outputs") {
+      haveOutputs = true;
+      if (llvm::Error e = readRefList(v, instance, 0, depth + 1))
+        return e;
+      outputs.assign(refs.begin(), refs.end());
+    } else if (!acceptableSkipped(v, depth + 1)) {
+      return fail(instance, "a member the reader cannot skip");
+    }
+  }
+  if (!haveNodes || !haveOutputs)
+    return fail(instance, "an instance needs 'nodes' and 'outputs'");
+  llvm::SmallVector<int64_t, 4> widths;
+  for (const Ref &r : outputs) {
+    if (r.node < 0 || size_t(r.node) >= results.size() || r.result < 0 ||
+        size_t(r.result) >= results[r.node].size())
+      return fail(instance, "an output names no result");
+    Value v = results[r.node][r.result];
+    inst.output(v);
+    widths.push_back(inst.width(v));
+  }
+  // Outputs are stacked: every instance returns what the first returns.
+  if (!haveFirstOutputs) {
+    firstOutputWidths = widths;
+    haveFirstOutputs = true;
+  } else if (widths != firstOutputWidths) {
+    return fail(instance, "outputs differ from the first instance's");
+  }
+  if (batch.failed(inst.index()))
+    return makeError(path + ": " + llvm::toString(batch.error()));
+  return llvm::Error::success();
+}
+
+llvm::Error InterchangeSource::Impl::readLine(llvm::StringRef line,
+                                              Batch &batch, uint64_t instance) {
+  padded.reserve(line.size() + simdjson::SIMDJSON_PADDING);
+  padded.assign(line.data(), line.size());
+  od::document doc;
+  if (parser.iterate(padded.data(), padded.size(), padded.capacity())
+          .get(doc))
+    return fail(instance, "not JSON");
+  od::object o;
+  if (doc.get_object().get(o))
+    return fail(instance, "an instance is not an object");
+  if (llvm::Error e = readInstance(o, batch, instance, 1))
+    return e;
+  // Nothing may follow the object on its line.
+  if (!atEnd(doc))
+    return fail(instance, "text after the instance");
+  return llvm::Error::success();
+}
+
+static bool isBlank(llvm::StringRef line) { return line.trim().empty(); }
+
+llvm::Expected<bool> InterchangeSource::Impl::readOne(Batch &batch) {
+  if (lines) {
+    llvm::StringRef text = file->getBuffer();
+    while (cursor < text.size()) {
+      size_t end = text.find('\n', cursor);
+      if (end == llvm::StringRef::npos)
+        end = text.size();
+      llvm::StringRef line = text.slice(cursor, end);
+      cursor = end + 1;
+      ++cursorLine;
+      if (isBlank(line))
+        continue;
+      if (llvm::Error e = readLine(line, batch, nextInstance))
+        return std::move(e);
+      ++nextInstance;
+      return true;
+    }
+    return false;
+  }
+  if (instanceIt == instanceEnd)
+    return false;
+  od::object o;
+  if ((*instanceIt).get_object().get(o))
+    return fail(nextInstance, "an instance is not an object");
+  if (llvm::Error e = readInstance(o, batch, nextInstance, 3))
+    return std::move(e);
+  ++instanceIt;
+  ++nextInstance;
+  return true;
+}
+
+/// Top-level members of a document (or a JSON Lines header): the version's
+/// and the model's text, and whether `instances` is a list.
+struct TopLevel {
+  std::string_view version, model;
+  bool haveInstances = false;
+};
+
+static bool readTopLevel(od::object top, TopLevel &out, bool wantInstances) {
+  KeySet keys;
+  for (auto field : top) {
+    std::string_view key;
+    if (field.unescaped_key().get(key) || !keys.insert(key))
+      return false;
+    od::value v = field.value();
+    if (key == "dynb") {
+      // A number, copied as written; anything else is the importer's to
+      // report.
+      od::json_type type;
+      if (v.type().get(type) || type != od::json_type::number)
+        return false;
+      out.version = v.raw_json_token();
+    } else if (key == "model") {
+      od::object model;
+      if (v.get_object().get(model) || model.raw_json().get(out.model))
+        return false;
+    } else if (key == "instances" && wantInstances) {
+      od::json_type type;
+      if (v.type().get(type) || type != od::json_type::array)
+        return false;
+      out.haveInstances = true;
+    } else if (!acceptableSkipped(v, 1)) {
+      return false;
+    }
+  }
+  return !out.version.empty() && !out.model.empty() &&
+         (out.haveInstances || !wantInstances);
+}
+
+/// Counts the nodes of the model's modules, and refuses models the
+/// records do not plan (expert modules).
+static bool readModelShape(od::parser &parser, llvm::StringRef modelText,
+                           uint64_t &nodes) {
+  simdjson::padded_string text(modelText.data(), modelText.size());
+  od::document doc;
+  od::object model;
+  if (parser.iterate(text).get(doc) || doc.get_object().get(model))
+    return false;
+  od::array modules;
+  if (model.find_field_unordered("modules").get_array().get(modules))
+    return false;
+  for (auto element : modules) {
+    od::object module;
+    if (element.get_object().get(module))
+      return false;
+    for (auto field : module) {
+      std::string_view key;
+      if (field.unescaped_key().get(key))
+        return false;
+      if (key == "experts")
+        return false;
+      if (key == "nodes") {
+        od::array list;
+        size_t count = 0;
+        if (field.value().get_array().get(list) ||
+            list.count_elements().get(count))
+          return false;
+        nodes += count;
+      }
+    }
+  }
+  return true;
+}
+
+llvm::Error InterchangeSource::Impl::openLines() {
+  llvm::StringRef text = file->getBuffer();
+  size_t pos = 0;
+  unsigned line = 0;
+  llvm::StringRef header;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == llvm::StringRef::npos)
+      end = text.size();
+    llvm::StringRef l = text.slice(pos, end);
+    pos = end + 1;
+    ++line;
+    if (!isBlank(l)) {
+      header = l;
+      break;
+    }
+  }
+  if (header.empty() || line != 1)
+    // The importer numbers lines from the file's start; a header after
+    // blank lines is left to it.
+    return makeError("no model on the first line");
+  padded.assign(header.data(), header.size());
+  padded.reserve(header.size() + simdjson::SIMDJSON_PADDING);
+  od::document doc;
+  od::object top;
+  TopLevel t;
+  if (parser.iterate(padded.data(), padded.size(), padded.capacity())
+          .get(doc) ||
+      doc.get_object().get(top) || !readTopLevel(top, t, false) ||
+      !atEnd(doc))
+    return makeError("the first line is not a model header");
+  // The header line itself is the model text: the importer reads it as a
+  // JSON Lines file of one line.
+  modelJson = header.str();
+  // Model text views die with the next parse: count from a copy.
+  std::string modelText(t.model);
+  if (!readModelShape(parser, modelText, modelNodes))
+    return makeError("a model the records do not plan");
+  firstInstanceOffset = std::min(pos, text.size());
+  firstInstanceLine = line;
+  instanceCount = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == llvm::StringRef::npos)
+      end = text.size();
+    if (!isBlank(text.slice(pos, end)))
+      ++instanceCount;
+    pos = end + 1;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error InterchangeSource::Impl::openDocument() {
+  od::object top;
+  TopLevel t;
+  if (parser.iterate(docText).get(document) ||
+      document.get_object().get(top) || !readTopLevel(top, t, true) ||
+      !atEnd(document))
+    return makeError("not a dynb interchange document");
+  std::string version(t.version), modelText(t.model);
+  // The model with the file's own version member, for the importer.
+  modelJson = "{\"dynb\":" + version + ",\"model\":" + modelText +
+              ",\"instances\":[]}";
+  if (!readModelShape(parser, modelText, modelNodes))
+    return makeError("a model the records do not plan");
+  // readModelShape reused the parser: iterate the document again.
+  if (parser.iterate(docText).get(document))
+    return makeError("not a dynb interchange document");
+  od::array instances;
+  size_t count = 0;
+  if (document.find_field_unordered("instances").get_array().get(instances) ||
+      instances.count_elements().get(count))
+    return makeError("no instance list");
+  instanceCount = count;
+  return llvm::Error::success();
+}
+
+llvm::Error InterchangeSource::Impl::resetReading() {
+  nextInstance = 0;
+  nodesRead = 0;
+  haveFirstOutputs = false;
+  if (lines) {
+    cursor = firstInstanceOffset;
+    cursorLine = firstInstanceLine;
+    return llvm::Error::success();
+  }
+  od::array instances;
+  if (parser.iterate(docText).get(document) ||
+      document.find_field_unordered("instances").get_array().get(instances) ||
+      instances.begin().get(instanceIt) || instances.end().get(instanceEnd))
+    return makeError("no instance list");
+  return llvm::Error::success();
+}
+
+InterchangeSource::InterchangeSource(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+InterchangeSource::~InterchangeSource() = default;
+
+std::unique_ptr<InterchangeSource>
+InterchangeSource::open(llvm::StringRef path, const SessionLimits &limits,
+                        std::string &whyNot) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path.str();
+  impl->limits = limits;
+  if (path.ends_with(".jsonl"))
+    impl->lines = true;
+  else if (!path.ends_with(".json")) {
+    whyNot = "not a .json or .jsonl file";
+    return nullptr;
+  }
+  llvm::Error opened = llvm::Error::success();
+  if (impl->lines) {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buf =
+        llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                    /*RequiresNullTerminator=*/false);
+    if (!buf) {
+      whyNot = "cannot read the file";
+      llvm::consumeError(std::move(opened));
+      return nullptr;
+    }
+    impl->file = std::move(*buf);
+    opened = impl->openLines();
+  } else {
+    if (simdjson::padded_string::load(impl->path).get(impl->docText)) {
+      whyNot = "cannot read the file";
+      llvm::consumeError(std::move(opened));
+      return nullptr;
+    }
+    opened = impl->openDocument();
+  }
+  if (opened) {
+    whyNot = llvm::toString(std::move(opened));
+    return nullptr;
+  }
+
+  EngineOptions options;
+  options.modelPath = impl->path;
+  options.modelJson = impl->modelJson;
+  options.planOnly = true;
+  llvm::Expected<std::unique_ptr<Engine>> engine = Engine::load(options);
+  if (!engine) {
+    // A bad model, or one of feature maps: the importer's path reports or
+    // runs it.
+    whyNot = llvm::toString(engine.takeError());
+    return nullptr;
+  }
+  impl->engine = std::move(*engine);
+  return std::unique_ptr<InterchangeSource>(
+      new InterchangeSource(std::move(impl)));
+}
+
+llvm::StringRef InterchangeSource::modelJson() const {
+  return impl_->modelJson;
+}
+
+uint64_t InterchangeSource::numInstances() const {
+  return impl_->instanceCount;
+}
+
+uint64_t InterchangeSource::instancesHeld() const { return impl_->held; }
+
+llvm::Error InterchangeSource::readAll(int64_t batchSize) {
+  Impl &d = *impl_;
+  d.batches.clear();
+  d.held = 0;
+  if (llvm::Error e = d.resetReading())
+    return e;
+  size_t perBatch = batchSize > 0 ? size_t(batchSize) : SIZE_MAX;
+  for (;;) {
+    if (d.batches.empty() || d.batches.back()->numInstances() == perBatch)
+      d.batches.push_back(std::make_unique<Batch>(*d.engine));
+    llvm::Expected<bool> more = d.readOne(*d.batches.back());
+    if (!more)
+      return more.takeError();
+    if (!*more)
+      break;
+    ++d.held;
+  }
+  if (d.batches.back()->numInstances() == 0)
+    d.batches.pop_back();
+  return llvm::Error::success();
+}
+
+llvm::Error InterchangeSource::rewind() {
+  impl_->batches.clear();
+  impl_->held = 0;
+  return impl_->resetReading();
+}
+
+llvm::Expected<bool> InterchangeSource::readNext(size_t n) {
+  Impl &d = *impl_;
+  if (d.batches.empty())
+    d.batches.push_back(std::make_unique<Batch>(*d.engine));
+  d.batches.resize(1);
+  Batch &batch = *d.batches.front();
+  batch.clear();
+  d.held = 0;
+  size_t perBatch = n > 0 ? n : SIZE_MAX;
+  while (d.held < perBatch) {
+    llvm::Expected<bool> more = d.readOne(batch);
+    if (!more)
+      return more.takeError();
+    if (!*more)
+      break;
+    ++d.held;
+  }
+  return d.held > 0;
+}
+
+llvm::Expected<std::vector<rt::Plan>>
+InterchangeSource::plan(BatchingStrategy strategy, RunResult &result) {
+  Impl &d = *impl_;
+  EngineModel &m = d.model();
+  if (!d.jitReported) {
+    // The modules compiled when the model was loaded.
+    result.jitSeconds += m.stats.jitSeconds;
+    result.modulesCompiled += m.stats.modulesCompiled;
+    d.jitReported = true;
+  }
+  std::vector<rt::Plan> plans;
+  llvm::SmallVector<OperandRef, 0> wanted;
+  llvm::SmallVector<uint32_t, 0> ends;
+  AssembleOptions options;
+  options.lowerBound = true;
+  options.stackOutputs = true;
+  for (const std::unique_ptr<Batch> &batch : d.batches) {
+    BatchData &data = batch->data();
+    if (data.instances.empty())
+      continue;
+    wanted.clear();
+    ends.clear();
+    for (const InstanceData &inst : data.instances) {
+      wanted.append(inst.outputs.begin(), inst.outputs.end());
+      ends.push_back(wanted.size());
+    }
+    AssembledGraph assembled;
+    if (llvm::Error e =
+            assembleGraph(m, data, strategy, wanted, ends, options, assembled))
+      return std::move(e);
+    result.nodes += data.nodes.size();
+    result.launches += assembled.launches;
+    result.lowerBound += assembled.lowerBound;
+    result.plan.launches += assembled.planStats.launches;
+    result.plan.gathersCopied += assembled.planStats.gathersCopied;
+    result.plan.gathersAsViews += assembled.planStats.gathersAsViews;
+    result.plan.concatsPlaced += assembled.planStats.concatsPlaced;
+    result.scheduleSeconds += assembled.scheduleSeconds;
+    result.jitSeconds += assembled.compileSeconds;
+    result.planSeconds += assembled.assembleSeconds;
+    plans.push_back(std::move(assembled.plan));
+  }
+  result.batches += plans.size();
+  return std::move(plans);
+}
