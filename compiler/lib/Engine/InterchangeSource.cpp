@@ -741,43 +741,15 @@ InterchangeSource::InterchangeSource(std::unique_ptr<Impl> impl)
     : impl_(std::move(impl)) {}
 InterchangeSource::~InterchangeSource() = default;
 
-std::unique_ptr<InterchangeSource>
-InterchangeSource::open(llvm::StringRef path, const SessionLimits &limits,
-                        std::string &whyNot) {
-  auto impl = std::make_unique<Impl>();
-  impl->path = path.str();
-  impl->limits = limits;
-  if (path.ends_with(".jsonl"))
-    impl->lines = true;
-  else if (!path.ends_with(".json")) {
-    whyNot = "not a .json or .jsonl file";
-    return nullptr;
-  }
-  llvm::Error opened = llvm::Error::success();
-  if (impl->lines) {
-    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buf =
-        llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                    /*RequiresNullTerminator=*/false);
-    if (!buf) {
-      whyNot = "cannot read the file";
-      llvm::consumeError(std::move(opened));
-      return nullptr;
-    }
-    impl->file = std::move(*buf);
-    opened = impl->openLines();
-  } else {
-    if (simdjson::padded_string::load(impl->path).get(impl->docText)) {
-      whyNot = "cannot read the file";
-      llvm::consumeError(std::move(opened));
-      return nullptr;
-    }
-    opened = impl->openDocument();
-  }
+/// Opens the text in `impl` (file or docText already filled) and loads
+/// its model into a planning Engine.
+static std::unique_ptr<InterchangeSource::Impl>
+openLoaded(std::unique_ptr<InterchangeSource::Impl> impl, std::string &whyNot) {
+  llvm::Error opened = impl->lines ? impl->openLines() : impl->openDocument();
   if (opened) {
     whyNot = llvm::toString(std::move(opened));
     return nullptr;
   }
-
   EngineOptions options;
   options.modelPath = impl->path;
   options.modelJson = impl->modelJson;
@@ -790,6 +762,70 @@ InterchangeSource::open(llvm::StringRef path, const SessionLimits &limits,
     return nullptr;
   }
   impl->engine = std::move(*engine);
+  return impl;
+}
+
+/// The form a name asks for: JSON Lines, a document, or neither.
+static std::optional<bool> linesByName(llvm::StringRef name) {
+  if (name.ends_with(".jsonl"))
+    return true;
+  if (name.ends_with(".json"))
+    return false;
+  return std::nullopt;
+}
+
+std::unique_ptr<InterchangeSource>
+InterchangeSource::open(llvm::StringRef path, const SessionLimits &limits,
+                        std::string &whyNot) {
+  std::optional<bool> lines = linesByName(path);
+  if (!lines) {
+    whyNot = "not a .json or .jsonl file";
+    return nullptr;
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->path = path.str();
+  impl->limits = limits;
+  impl->lines = *lines;
+  if (impl->lines) {
+    // Mapped, not read: streamed runs then hold no copy of the file.
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buf =
+        llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                    /*RequiresNullTerminator=*/false);
+    if (!buf) {
+      whyNot = "cannot read the file";
+      return nullptr;
+    }
+    impl->file = std::move(*buf);
+  } else if (simdjson::padded_string::load(impl->path).get(impl->docText)) {
+    whyNot = "cannot read the file";
+    return nullptr;
+  }
+  impl = openLoaded(std::move(impl), whyNot);
+  if (!impl)
+    return nullptr;
+  return std::unique_ptr<InterchangeSource>(
+      new InterchangeSource(std::move(impl)));
+}
+
+std::unique_ptr<InterchangeSource>
+InterchangeSource::openText(llvm::StringRef name, llvm::StringRef text,
+                            const SessionLimits &limits, std::string &whyNot) {
+  std::optional<bool> lines = linesByName(name);
+  if (!lines) {
+    whyNot = "not a .json or .jsonl name";
+    return nullptr;
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->path = name.str();
+  impl->limits = limits;
+  impl->lines = *lines;
+  if (impl->lines)
+    impl->file = llvm::MemoryBuffer::getMemBufferCopy(text, name);
+  else
+    impl->docText = simdjson::padded_string(text.data(), text.size());
+  impl = openLoaded(std::move(impl), whyNot);
+  if (!impl)
+    return nullptr;
   return std::unique_ptr<InterchangeSource>(
       new InterchangeSource(std::move(impl)));
 }

@@ -34,6 +34,11 @@ public:
   /// (expert modules and dispatch, feature maps).
   static std::unique_ptr<InterchangeSource>
   open(llvm::StringRef path, const SessionLimits &limits, std::string &whyNot);
+  /// The same over text in memory; `name` (ending in .json or .jsonl)
+  /// decides the form and names it in messages.
+  static std::unique_ptr<InterchangeSource>
+  openText(llvm::StringRef name, llvm::StringRef text,
+           const SessionLimits &limits, std::string &whyNot);
   ~InterchangeSource() override;
 
   /// The model (and the file's version member) as an interchange text of
