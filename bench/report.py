@@ -3,7 +3,7 @@
 """Usage: bench/report.py BENCH_DIR [--docs DIR] [--readme README.md]
 
 Reads the result files the workload benchmarks wrote to BENCH_DIR
-(treelstm.json, moe.json, clevr.json, api.json; the quick or smoke-test variants are never used,
+(treelstm.json, moe.json, clevr.json, api.json, endtoend.json; the quick or smoke-test variants are never used,
 so a report only shows full runs) and writes:
 
   BENCH_DIR/report.json        every figure, with each run's machine and date
@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-WORKLOADS = ("treelstm", "moe", "clevr", "api")
+WORKLOADS = ("treelstm", "moe", "clevr", "api", "endtoend")
 
 
 def load(bench_dir):
@@ -393,6 +393,67 @@ def api_section(d):
     return lines
 
 
+# ------------------------------------------------------------------ end to end
+
+ENDTOEND_HEADLINE_ROWS = (
+    ("sst-h8-jsonl-records", "TreeLSTM, SST dev x20", "hdim 8, JSON Lines", "trees/s"),
+    ("sst-h256-jsonl-records", "TreeLSTM, SST dev x20", "hdim 256, JSON Lines", "trees/s"),
+    ("sst-h256-json-records", "TreeLSTM, SST dev x20", "hdim 256, one .json document",
+     "trees/s"),
+    ("clevr", "CLEVR module network (IEP)", "256 questions, one batch", "programs/s"),
+    ("moe", "Mixture of experts, seed", "100 experts, 10,000 tokens", "tokens/s"),
+)
+
+
+def endtoend_rows(d):
+    by = {r["name"]: r for r in d["rows"]}
+    for name, workload, setting, unit in ENDTOEND_HEADLINE_ROWS:
+        r = by.get(name)
+        if r:
+            yield r, workload, setting, unit, d["run_only"][r["workload"]]
+
+
+def endtoend_headline_table(d):
+    lines = ["| dynbc, whole process | setting | end to end | run only | end to end / run only "
+             "| front end µs a node |", "|---|---|---:|---:|---:|---:|"]
+    for r, workload, setting, unit, ro in endtoend_rows(d):
+        lines.append("| %s | %s, batch 64, agenda | %s %s | %s | %s | %.2f |" % (
+            workload, setting, rate(r["instances_per_second"]), unit,
+            rate(ro["instances_per_second"]),
+            pct(r["instances_per_second"] / ro["instances_per_second"]), r["front_us_per_node"]))
+    return lines
+
+
+def endtoend_section(d):
+    m = d.get("machine", {})
+    lines = ["## End to end (dynbc as a whole process)", "",
+             "Run: `%s` on %s (%s CPUs). Each row is one `dynbc run FILE --seed 7 "
+             "--strategy=agenda --batch-size 64 --repeat 0 --output OUT.npy` timed from outside "
+             "(wall time and peak RSS of the process); *of run-only* divides by the median timed "
+             "pass of the same input (`--repeat 3`). Front end: reading (parse: indexing the JSON "
+             "text; build: node records or the MLIR import, which does not split its parse out), "
+             "scheduling and plan assembly, in µs a node. The outputs of every row of an SST "
+             "input are the same bytes." % (d["command"], m.get("cpu_model", "?"),
+                                           m.get("nproc", "?")), ""]
+    with_table = []
+    for r in d["rows"]:
+        ro = d["run_only"][r["workload"]]["instances_per_second"]
+        form = r["form"] + (" --stream" if r["stream"] else "")
+        with_table.append("| %s | %s | %s | %.2f | %s | %s | %.0f | %.3f (%.3f + %.3f + %.3f + %.3f) "
+                          "| %.1f%% |" % (
+                              r["workload"], form, r["front_end"], r["wall_seconds"],
+                              rate(r["instances_per_second"]), pct(r["instances_per_second"] / ro),
+                              r["peak_rss_bytes"] / 2**20, r["front_us_per_node"],
+                              r["parse_us_per_node"], r["build_us_per_node"],
+                              r["schedule_us_per_node"], r["plan_us_per_node"],
+                              100 * r["front_share"]))
+    lines += ["| input | form | front end | whole process s | instances/s | of run-only "
+              "| peak RSS MiB | front end µs/node (parse + build + sched + plan) | front end share |",
+              "|---|---|---|---:|---:|---:|---:|---|---:|"] + with_table + [""]
+    lines += ["Targets:", ""] + ["- " + t for t in d.get("targets", [])] + [""]
+    return lines
+
+
 def headline_table(heads):
     lines = ["| workload | setting | dynb | × dynb none | × PyTorch eager | × PyTorch by hand | "
              "of ceiling |", "|---|---|---:|---:|---:|---:|---:|"]
@@ -443,6 +504,12 @@ def main(argv):
         body += clevr_section(found["clevr"], charts, plt)
     if "api" in found:
         body += api_section(found["api"])
+    if "endtoend" in found:
+        body += endtoend_section(found["endtoend"])
+    # The run-only headline, then dynbc end to end beside it.
+    headline = headline_table(heads)
+    if "endtoend" in found:
+        headline += [""] + endtoend_headline_table(found["endtoend"])
     missing = [w for w in WORKLOADS if w not in found]
     machine = found.get("treelstm", {}).get("machine", {})
     md = ["# Benchmarks", "",
@@ -451,7 +518,7 @@ def main(argv):
           "timed pass after a warm-up pass; the PyTorch peers run on the same inputs "
           "and weights and their outputs match dynb's before their time counts "
           "(bench/README.md)." % (machine.get("nproc", "?"), machine.get("cpu_model", "?")), "",
-          "## Headline", ""] + headline_table(heads) + [""]
+          "## Headline", ""] + headline + [""]
     if missing:
         md += ["Not in this report (no full run found): %s." % ", ".join(missing), ""]
     md += body
@@ -465,7 +532,7 @@ def main(argv):
         start, end = "<!-- bench:headline -->", "<!-- /bench:headline -->"
         if start in text and end in text:
             a, b = text.index(start) + len(start), text.index(end)
-            text = text[:a] + "\n" + "\n".join(headline_table(heads)) + "\n" + text[b:]
+            text = text[:a] + "\n" + "\n".join(headline) + "\n" + text[b:]
             with open(args.readme, "w") as f:
                 f.write(text)
         else:

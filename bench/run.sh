@@ -3,7 +3,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-KNOWN_WORKLOADS=(treelstm moe api clevr)
+KNOWN_WORKLOADS=(treelstm moe api clevr endtoend)
 
 usage() {
   cat <<USAGE
@@ -16,6 +16,7 @@ usage: bench/run.sh BUILD_DIR [WORKLOAD...] [OPTIONS...]
   moe options: --quick, --grid seed|lm|all, --out DIR, --threads N, --max-memory SIZE, --no-peers
   api options: --quick, --out DIR, --threads N, --trees N, --rounds N (the embedded API against dynbc)
   clevr options: --quick, --batches 16,64,256, --out DIR, --threads N, --repeat N, --no-peers
+  endtoend options: --quick, --out DIR, --threads N, --copies N (dynbc as a whole process)
   treelstm, moe and clevr run PyTorch peers on the same inputs and weights unless --no-peers.
 USAGE
 }
@@ -55,6 +56,7 @@ for i in "${!workloads[@]}"; do
     moe) "$PYTHON" "$HERE/moe.py" "$BUILD" "$@" ;;
     api) "$PYTHON" "$HERE/api.py" "$BUILD" "$@" ;;
     clevr) "$PYTHON" "$HERE/clevr.py" "$BUILD" "$@" ;;
+    endtoend) "$PYTHON" "$HERE/endtoend.py" "$BUILD" "$@" ;;
   esac
 done
 

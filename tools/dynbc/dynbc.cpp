@@ -133,7 +133,10 @@ static cl::opt<std::string> npyPath(
     cl::value_desc("file.npy"), cl::sub(runCmd), cl::cat(dynbCat));
 static cl::opt<unsigned>
     repeat("repeat",
-           cl::desc("Timed passes over all batches after the warm-up pass"),
+           cl::desc("Timed passes over all batches after the warm-up pass "
+                    "(which produces the outputs); 0: the warm-up pass "
+                    "alone, timed (the least work a run for the outputs "
+                    "does)"),
            cl::init(1), cl::sub(runCmd), cl::cat(dynbCat));
 static cl::opt<unsigned>
     threads("threads",
@@ -470,6 +473,8 @@ int runRun(Session &session) {
                 "--seed N");
   if (batchSize < 0)
     return fail("--batch-size must be >= 0");
+  if (profileSteps && repeat == 0)
+    return fail("--profile times the timed passes: give --repeat 1 or more");
   if (haveParams) {
     if (llvm::Error e = session.loadParams(paramsPath))
       return fail(llvm::toString(std::move(e)));
@@ -530,7 +535,7 @@ int runRun(Session &session) {
     RunOptions opts;
     opts.strategy = st;
     opts.batchSize = batchSize;
-    opts.repeat = std::max(1u, repeat.getValue());
+    opts.repeat = repeat;
     opts.threads = threads;
     opts.profile = profileSteps;
     opts.check = check && session.streaming();
@@ -643,6 +648,7 @@ int runRun(Session &session) {
         {"streamed", session.streaming()},
         {"front_end", r->frontEnd},
         {"read_seconds", r->readSeconds},
+        {"parse_seconds", r->parseSeconds},
         {"reference_seconds",
          opts.check ? r->referenceSeconds : referenceSeconds},
     });

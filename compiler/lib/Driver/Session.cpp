@@ -132,7 +132,6 @@ void Session::setPlanner(std::unique_ptr<BatchPlanner> planner,
                          StringRef path) {
   planner_ = std::move(planner);
   plannerPath_ = path.str();
-  plannerRead_ = false;
 }
 
 LogicalResult Session::fallBackToImporter(llvm::Error why) {
@@ -465,6 +464,8 @@ public:
   /// to the result.
   LogicalResult timedPasses(const std::vector<rt::Plan> &plans, unsigned repeat,
                             Location loc) {
+    if (repeat == 0)
+      return success(); // the caller timed the warm-up pass
     result.passSeconds.resize(repeat, 0.0);
     rt::ExecutorStats beforeTimed = executor.stats();
     for (unsigned r = 0; r < repeat; ++r) {
@@ -521,17 +522,18 @@ FailureOr<RunResult> Session::run(const RunOptions &options) {
     emitError(module_->getLoc()) << llvm::toString(std::move(e));
     return failure();
   }
-  if (streaming())
+  // Node records are read, planned and run a batch at a time, whole input
+  // or streamed: memory holds the batches being planned and the outputs,
+  // never the whole input.
+  if (streaming() || planner_)
     return runStreamed(options);
   RunResult result;
   result.strategy = options.strategy;
   result.instances = numInstances();
 
   FailureOr<std::vector<rt::Plan>> plans =
-      planner_ ? planWithPlanner(options, result)
-               : buildPlans(*module_, options, result);
-  if (!planner_)
-    result.readSeconds = loadSeconds_;
+      buildPlans(*module_, options, result);
+  result.readSeconds = loadSeconds_;
   if (failed(plans) || failed(checkPlanMemory(*plans, 0, module_->getLoc())))
     return failure();
   result.residentAfterPlans = residentBytes();
@@ -541,7 +543,10 @@ FailureOr<RunResult> Session::run(const RunOptions &options) {
   PlanRunner runner(params_, options, result);
   if (failed(runner.validate(*plans, loc)))
     return failure();
-  // Warm-up pass: also collects the outputs.
+  // Warm-up pass: also collects the outputs. Without timed passes
+  // (repeat 0: run once, as a user who wants the outputs does) it is the
+  // pass that is timed.
+  auto warmUp = std::chrono::steady_clock::now();
   for (const rt::Plan &plan : *plans) {
     if (failed(
             runner.runCollecting(plan, result.outputs, result.instances, loc)))
@@ -549,39 +554,13 @@ FailureOr<RunResult> Session::run(const RunOptions &options) {
     result.residentAfterBatch.push_back(residentBytes());
     result.sampleAnonymous();
   }
+  if (options.repeat == 0)
+    result.passSeconds.assign(1, secondsSince(warmUp));
   for (const std::vector<float> &v : result.outputs.values)
     result.outputBytes += int64_t(v.size() * sizeof(float));
   if (failed(runner.timedPasses(*plans, options.repeat, loc)))
     return failure();
   return result;
-}
-
-FailureOr<std::vector<rt::Plan>>
-Session::planWithPlanner(const RunOptions &options, RunResult &result) {
-  result.frontEnd = "records";
-  if (!plannerRead_ || plannerBatchSize_ != options.batchSize) {
-    auto t0 = std::chrono::steady_clock::now();
-    if (llvm::Error e = planner_->readAll(options.batchSize)) {
-      (void)fallBackToImporter(std::move(e));
-      return failure();
-    }
-    loadSeconds_ = secondsSince(t0);
-    plannerRead_ = true;
-    plannerBatchSize_ = options.batchSize;
-  }
-  // Read once for every strategy: each result reports that one read.
-  result.readSeconds = loadSeconds_;
-  llvm::Expected<std::vector<rt::Plan>> plans =
-      planner_->plan(options.strategy, result);
-  if (!plans) {
-    (void)fallBackToImporter(plans.takeError());
-    return failure();
-  }
-  result.paramBytes = int64_t(paramBytes(*module_));
-  for (const rt::Plan &plan : *plans)
-    result.peakLiveBytes =
-        std::max(result.peakLiveBytes, rt::peakLiveBytes(plan));
-  return std::move(*plans);
 }
 
 LogicalResult Session::openStream(StringRef path) {
@@ -623,8 +602,8 @@ static BatchContext newBatchContext(MLIRContext &parent,
 FailureOr<RunResult> Session::runStreamed(const RunOptions &options) {
   RunResult result;
   result.strategy = options.strategy;
-  result.instances = stream_->numInstances();
-  if (failed(stream_->rewind(*ctx_)))
+  result.instances = numInstances();
+  if (stream_ && failed(stream_->rewind(*ctx_)))
     return failure();
   PlanRunner runner(params_, options, result);
   // batchSize 0 reads every instance as one batch, as the whole-input run
@@ -666,9 +645,14 @@ FailureOr<RunResult> Session::runStreamed(const RunOptions &options) {
       result.residentAfterPlans = residentBytes();
     result.sampleAnonymous();
     StackedOutputs batchOutputs;
+    auto warmUp = std::chrono::steady_clock::now();
     for (const rt::Plan &plan : plans)
       if (failed(runner.runCollecting(plan, batchOutputs, read, loc)))
         return failure();
+    if (options.repeat == 0) {
+      result.passSeconds.resize(1, 0.0);
+      result.passSeconds[0] += secondsSince(warmUp);
+    }
     if (reference)
       accumulateComparison(
           result.comparison,
@@ -704,10 +688,12 @@ FailureOr<RunResult> Session::runStreamed(const RunOptions &options) {
         (void)fallBackToImporter(more.takeError());
         return failure();
       }
+      result.parseSeconds = planner_->indexSeconds();
       if (!*more)
         break;
       std::optional<StackedOutputs> reference;
-      if (options.check && failed(referenceOfNext(reference)))
+      // A whole-input run's check is its caller's (runReference).
+      if (options.check && stream_ && failed(referenceOfNext(reference)))
         return failure();
       llvm::Expected<std::vector<rt::Plan>> plans =
           planner_->plan(options.strategy, result);
@@ -746,8 +732,8 @@ FailureOr<RunResult> Session::runStreamed(const RunOptions &options) {
       }
       FailureOr<std::vector<rt::Plan>> plans =
           buildPlans(batchModule, options, result);
-      if (failed(plans) ||
-          failed(runBatch(*plans, batch, read, reference, batchModule.getLoc())))
+      if (failed(plans) || failed(runBatch(*plans, batch, read, reference,
+                                           batchModule.getLoc())))
         return failure();
     }
   }

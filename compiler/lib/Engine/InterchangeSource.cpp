@@ -197,21 +197,23 @@ struct InterchangeSource::Impl {
   bool jitReported = false;
   uint64_t instanceCount = 0;
 
-  // JSON Lines: the file (mapped) and where the instance lines start.
+  // The file (mapped); JSON Lines: where the instance lines start.
   std::unique_ptr<llvm::MemoryBuffer> file;
   size_t firstInstanceOffset = 0, cursor = 0;
   unsigned firstInstanceLine = 0, cursorLine = 0;
   std::string padded;
   od::parser parser;
 
-  // A document: the padded text and the instances' iterator.
-  simdjson::padded_string docText;
-  od::document document;
-  od::array_iterator instanceIt, instanceEnd;
+  // A document: each instance's text in the file, and the next one's.
+  std::vector<std::pair<size_t, size_t>> instanceSpans;
+  size_t nextSpan = 0;
 
   // Reading state.
   uint64_t nextInstance = 0;
   uint64_t nodesRead = 0;
+  /// simdjson's structural indexing (its stage 1) since the last reset:
+  /// the parse proper, apart from decoding values into records.
+  double indexSeconds = 0;
   std::vector<std::unique_ptr<Batch>> batches;
   uint64_t held = 0;
   bool haveFirstOutputs = false;
@@ -225,9 +227,10 @@ struct InterchangeSource::Impl {
   llvm::Error fail(uint64_t instance, const std::string &what) {
     return makeError(fmt::format("{}: instance {}: {}", path, instance, what));
   }
-  llvm::Error failNode(uint64_t instance, size_t node, const std::string &what) {
-    return makeError(
-        fmt::format("{}: instance {}, node {}: {}", path, instance, node, what));
+  llvm::Error failNode(uint64_t instance, size_t node,
+                       const std::string &what) {
+    return makeError(fmt::format("{}: instance {}, node {}: {}", path, instance,
+                                 node, what));
   }
 
   llvm::Error readRefList(od::value v, uint64_t instance, size_t node,
@@ -236,7 +239,8 @@ struct InterchangeSource::Impl {
                        size_t node, unsigned depth);
   llvm::Error readInstance(od::object o, Batch &batch, uint64_t instance,
                            unsigned depth);
-  llvm::Error readLine(llvm::StringRef line, Batch &batch, uint64_t instance);
+  llvm::Error readText(llvm::StringRef text, Batch &batch, uint64_t instance,
+                       unsigned depth);
   /// Reads the next instance into `batch`; false at the end.
   llvm::Expected<bool> readOne(Batch &batch);
   llvm::Error resetReading();
@@ -246,9 +250,8 @@ struct InterchangeSource::Impl {
 
 /// A list of references (a node's inputs, an instance's outputs) into
 /// `refs`, checked for shape only.
-llvm::Error InterchangeSource::Impl::readRefList(od::value v,
-                                                 uint64_t instance, size_t node,
-                                                 unsigned depth) {
+llvm::Error InterchangeSource::Impl::readRefList(od::value v, uint64_t instance,
+                                                 size_t node, unsigned depth) {
   refs.clear();
   od::array arr;
   if (v.get_array().get(arr))
@@ -379,7 +382,8 @@ llvm::Error InterchangeSource::Impl::readNode(od::object o, Instance &inst,
   llvm::SmallVector<Value, 2> out;
   switch (opCodeOf(*op.value)) {
   case OpCode::Embedding: {
-    std::optional<uint32_t> t = table.value ? paramId(*table.value) : std::nullopt;
+    std::optional<uint32_t> t =
+        table.value ? paramId(*table.value) : std::nullopt;
     if (!t || !index.value || !needInputs(0))
       return failNode(instance, node, "a bad embedding");
     out.push_back(inst.embedding(Param{*t}, *index.value));
@@ -444,13 +448,13 @@ llvm::Error InterchangeSource::Impl::readNode(od::object o, Instance &inst,
   case OpCode::Other:
     // arg (modules only), dispatch (the planner's models have no experts)
     // and unknown ops.
-    return failNode(instance, node,
-                    fmt::format("op '{}' is not read here",
-                                std::string(*op.value)));
+    return failNode(
+        instance, node,
+        fmt::format("op '{}' is not read here", std::string(*op.value)));
   }
   if (inst.batch()->failed(inst.index()))
-    return makeError(fmt::format(
-        "{}: {}", path, llvm::toString(inst.batch()->error())));
+    return makeError(
+        fmt::format("{}: {}", path, llvm::toString(inst.batch()->error())));
   results.push_back(std::move(out));
   return llvm::Error::success();
 }
@@ -518,20 +522,28 @@ llvm::Error InterchangeSource::Impl::readInstance(od::object o, Batch &batch,
   return llvm::Error::success();
 }
 
-llvm::Error InterchangeSource::Impl::readLine(llvm::StringRef line,
-                                              Batch &batch, uint64_t instance) {
-  padded.reserve(line.size() + simdjson::SIMDJSON_PADDING);
-  padded.assign(line.data(), line.size());
+/// One instance from its own text (a line, or a document's element): each
+/// is indexed by itself, so no index of the whole file is ever held.
+llvm::Error InterchangeSource::Impl::readText(llvm::StringRef text,
+                                              Batch &batch, uint64_t instance,
+                                              unsigned depth) {
+  padded.reserve(text.size() + simdjson::SIMDJSON_PADDING);
+  padded.assign(text.data(), text.size());
   od::document doc;
-  if (parser.iterate(padded.data(), padded.size(), padded.capacity())
-          .get(doc))
+  auto t0 = std::chrono::steady_clock::now();
+  bool notJson = bool(
+      parser.iterate(padded.data(), padded.size(), padded.capacity()).get(doc));
+  indexSeconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  if (notJson)
     return fail(instance, "not JSON");
   od::object o;
   if (doc.get_object().get(o))
     return fail(instance, "an instance is not an object");
-  if (llvm::Error e = readInstance(o, batch, instance, 1))
+  if (llvm::Error e = readInstance(o, batch, instance, depth))
     return e;
-  // Nothing may follow the object on its line.
+  // Nothing may follow the object in its text.
   if (!atEnd(doc))
     return fail(instance, "text after the instance");
   return llvm::Error::success();
@@ -551,21 +563,21 @@ llvm::Expected<bool> InterchangeSource::Impl::readOne(Batch &batch) {
       ++cursorLine;
       if (isBlank(line))
         continue;
-      if (llvm::Error e = readLine(line, batch, nextInstance))
+      if (llvm::Error e = readText(line, batch, nextInstance, 1))
         return std::move(e);
       ++nextInstance;
       return true;
     }
     return false;
   }
-  if (instanceIt == instanceEnd)
+  if (nextSpan == instanceSpans.size())
     return false;
-  od::object o;
-  if ((*instanceIt).get_object().get(o))
-    return fail(nextInstance, "an instance is not an object");
-  if (llvm::Error e = readInstance(o, batch, nextInstance, 3))
+  auto [begin, end] = instanceSpans[nextSpan];
+  // Elements of `instances`, inside the top-level object: depth 3.
+  if (llvm::Error e =
+          readText(file->getBuffer().slice(begin, end), batch, nextInstance, 3))
     return std::move(e);
-  ++instanceIt;
+  ++nextSpan;
   ++nextInstance;
   return true;
 }
@@ -671,8 +683,7 @@ llvm::Error InterchangeSource::Impl::openLines() {
   TopLevel t;
   if (parser.iterate(padded.data(), padded.size(), padded.capacity())
           .get(doc) ||
-      doc.get_object().get(top) || !readTopLevel(top, t, false) ||
-      !atEnd(doc))
+      doc.get_object().get(top) || !readTopLevel(top, t, false) || !atEnd(doc))
     return makeError("the first line is not a model header");
   // The header line itself is the model text: the importer reads it as a
   // JSON Lines file of one line.
@@ -695,45 +706,169 @@ llvm::Error InterchangeSource::Impl::openLines() {
   return llvm::Error::success();
 }
 
+/// Skips the string whose opening quote is at `pos`; the position after
+/// its closing quote, or npos if it does not end.
+static size_t skipString(llvm::StringRef text, size_t pos) {
+  for (size_t i = pos + 1;;) {
+    size_t q = text.find('"', i);
+    if (q == llvm::StringRef::npos)
+      return q;
+    // A quote after an odd number of backslashes is escaped.
+    size_t backslashes = 0;
+    while (q - backslashes > pos + 1 && text[q - backslashes - 1] == '\\')
+      ++backslashes;
+    if (backslashes % 2 == 0)
+      return q + 1;
+    i = q + 1;
+  }
+}
+
+static bool isJsonSpace(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+static size_t skipSpace(llvm::StringRef text, size_t pos) {
+  while (pos < text.size() && isJsonSpace(text[pos]))
+    ++pos;
+  return pos;
+}
+
+/// Skips one value from `pos` (not parsed: only strings and bracket depth
+/// are followed) to the ',' or closing bracket that ends it; npos if the
+/// text ends first or a bracket closes more than it opened.
+static size_t skipValue(llvm::StringRef text, size_t pos) {
+  size_t depth = 0;
+  while (pos < text.size()) {
+    char c = text[pos];
+    if (c == '"') {
+      pos = skipString(text, pos);
+      if (pos == llvm::StringRef::npos)
+        return pos;
+      continue;
+    }
+    if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (depth == 0)
+        return pos;
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      return pos;
+    }
+    ++pos;
+  }
+  return llvm::StringRef::npos;
+}
+
+/// Splits a document into each instance's text and the rest (the top
+/// level, its `instances` list emptied), by following strings and brackets
+/// alone. Each piece is then parsed, and validated, by itself: this only
+/// decides where they are. False for text not shaped so (no top-level
+/// object, no `instances` list or two, anything but commas between
+/// elements): the importer then reports it.
+static bool splitDocument(llvm::StringRef text, std::string &topLevel,
+                          std::vector<std::pair<size_t, size_t>> &spans) {
+  size_t pos = skipSpace(text, 0);
+  if (pos == text.size() || text[pos] != '{')
+    return false;
+  size_t listBegin = llvm::StringRef::npos, listEnd = 0;
+  ++pos;
+  for (;;) {
+    pos = skipSpace(text, pos);
+    if (pos == text.size())
+      return false;
+    if (text[pos] == '}')
+      break;
+    if (text[pos] != '"')
+      return false;
+    size_t keyEnd = skipString(text, pos);
+    if (keyEnd == llvm::StringRef::npos)
+      return false;
+    bool isInstances = text.slice(pos, keyEnd) == "\"instances\"";
+    pos = skipSpace(text, keyEnd);
+    if (pos == text.size() || text[pos] != ':')
+      return false;
+    pos = skipSpace(text, pos + 1);
+    if (isInstances) {
+      if (listBegin != llvm::StringRef::npos || pos == text.size() ||
+          text[pos] != '[')
+        return false;
+      listBegin = pos;
+      pos = skipSpace(text, pos + 1);
+      if (pos < text.size() && text[pos] == ']') {
+        listEnd = pos++;
+      } else {
+        for (;;) {
+          size_t end = skipValue(text, pos);
+          if (end == llvm::StringRef::npos || end == pos)
+            return false;
+          size_t trimmed = end;
+          while (trimmed > pos && isJsonSpace(text[trimmed - 1]))
+            --trimmed;
+          spans.emplace_back(pos, trimmed);
+          if (text[end] == ']') {
+            listEnd = end;
+            pos = end + 1;
+            break;
+          }
+          if (text[end] != ',')
+            return false;
+          pos = skipSpace(text, end + 1);
+        }
+      }
+    } else {
+      pos = skipValue(text, pos);
+      if (pos == llvm::StringRef::npos)
+        return false;
+    }
+    pos = skipSpace(text, pos);
+    if (pos == text.size())
+      return false;
+    if (text[pos] == ',') {
+      ++pos;
+      continue;
+    }
+    if (text[pos] != '}')
+      return false;
+    break;
+  }
+  if (listBegin == llvm::StringRef::npos)
+    return false;
+  topLevel =
+      (text.take_front(listBegin) + "[]" + text.drop_front(listEnd + 1)).str();
+  return true;
+}
+
 llvm::Error InterchangeSource::Impl::openDocument() {
-  od::object top;
+  std::string topText;
+  instanceSpans.clear();
+  if (!splitDocument(file->getBuffer(), topText, instanceSpans))
+    return makeError("not a dynb interchange document");
+  simdjson::padded_string top(topText.data(), topText.size());
+  od::document doc;
+  od::object object;
   TopLevel t;
-  if (parser.iterate(docText).get(document) ||
-      document.get_object().get(top) || !readTopLevel(top, t, true) ||
-      !atEnd(document))
+  if (parser.iterate(top).get(doc) || doc.get_object().get(object) ||
+      !readTopLevel(object, t, true) || !atEnd(doc))
     return makeError("not a dynb interchange document");
   std::string version(t.version), modelText(t.model);
   // The model with the file's own version member, for the importer.
-  modelJson = "{\"dynb\":" + version + ",\"model\":" + modelText +
-              ",\"instances\":[]}";
+  modelJson =
+      "{\"dynb\":" + version + ",\"model\":" + modelText + ",\"instances\":[]}";
   if (!readModelShape(parser, modelText, modelNodes))
     return makeError("a model the records do not plan");
-  // readModelShape reused the parser: iterate the document again.
-  if (parser.iterate(docText).get(document))
-    return makeError("not a dynb interchange document");
-  od::array instances;
-  size_t count = 0;
-  if (document.find_field_unordered("instances").get_array().get(instances) ||
-      instances.count_elements().get(count))
-    return makeError("no instance list");
-  instanceCount = count;
+  instanceCount = instanceSpans.size();
   return llvm::Error::success();
 }
 
 llvm::Error InterchangeSource::Impl::resetReading() {
   nextInstance = 0;
   nodesRead = 0;
+  indexSeconds = 0;
   haveFirstOutputs = false;
-  if (lines) {
-    cursor = firstInstanceOffset;
-    cursorLine = firstInstanceLine;
-    return llvm::Error::success();
-  }
-  od::array instances;
-  if (parser.iterate(docText).get(document) ||
-      document.find_field_unordered("instances").get_array().get(instances) ||
-      instances.begin().get(instanceIt) || instances.end().get(instanceEnd))
-    return makeError("no instance list");
+  cursor = firstInstanceOffset;
+  cursorLine = firstInstanceLine;
+  nextSpan = 0;
   return llvm::Error::success();
 }
 
@@ -741,7 +876,7 @@ InterchangeSource::InterchangeSource(std::unique_ptr<Impl> impl)
     : impl_(std::move(impl)) {}
 InterchangeSource::~InterchangeSource() = default;
 
-/// Opens the text in `impl` (file or docText already filled) and loads
+/// Opens the text in `impl` (its file already there) and loads
 /// its model into a planning Engine.
 static std::unique_ptr<InterchangeSource::Impl>
 openLoaded(std::unique_ptr<InterchangeSource::Impl> impl, std::string &whyNot) {
@@ -786,20 +921,15 @@ InterchangeSource::open(llvm::StringRef path, const SessionLimits &limits,
   impl->path = path.str();
   impl->limits = limits;
   impl->lines = *lines;
-  if (impl->lines) {
-    // Mapped, not read: streamed runs then hold no copy of the file.
-    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buf =
-        llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                    /*RequiresNullTerminator=*/false);
-    if (!buf) {
-      whyNot = "cannot read the file";
-      return nullptr;
-    }
-    impl->file = std::move(*buf);
-  } else if (simdjson::padded_string::load(impl->path).get(impl->docText)) {
+  // Mapped, not read: runs then hold no copy of the file.
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buf =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!buf) {
     whyNot = "cannot read the file";
     return nullptr;
   }
+  impl->file = std::move(*buf);
   impl = openLoaded(std::move(impl), whyNot);
   if (!impl)
     return nullptr;
@@ -819,10 +949,7 @@ InterchangeSource::openText(llvm::StringRef name, llvm::StringRef text,
   impl->path = name.str();
   impl->limits = limits;
   impl->lines = *lines;
-  if (impl->lines)
-    impl->file = llvm::MemoryBuffer::getMemBufferCopy(text, name);
-  else
-    impl->docText = simdjson::padded_string(text.data(), text.size());
+  impl->file = llvm::MemoryBuffer::getMemBufferCopy(text, name);
   impl = openLoaded(std::move(impl), whyNot);
   if (!impl)
     return nullptr;
@@ -861,6 +988,8 @@ llvm::Error InterchangeSource::readAll(int64_t batchSize) {
     d.batches.pop_back();
   return llvm::Error::success();
 }
+
+double InterchangeSource::indexSeconds() const { return impl_->indexSeconds; }
 
 llvm::Error InterchangeSource::rewind() {
   impl_->batches.clear();

@@ -36,7 +36,8 @@ struct RunOptions {
   /// Instances per batch; 0 runs every instance in one batch.
   int64_t batchSize = 0;
   /// Timed passes over every batch, after one untimed warm-up pass that
-  /// also produces the outputs.
+  /// also produces the outputs; 0: that pass alone, timed (what a run for
+  /// the outputs costs, for whole-process figures).
   unsigned repeat = 1;
   /// Runtime threads; 0: every hardware thread.
   unsigned threads = 0;
@@ -76,9 +77,13 @@ struct RunResult {
   /// batching graph (JSON parsing and node records with a BatchPlanner;
   /// the MLIR import otherwise, whole-input runs: loadGraphs' time).
   double readSeconds = 0;
+  /// Of readSeconds, indexing the JSON text (a BatchPlanner's parse
+  /// proper; the rest builds node records). 0 on the MLIR path, whose
+  /// parse and IR building are not timed apart.
+  double parseSeconds = 0;
   /// The front end that planned: "records" (a BatchPlanner) or "mlir".
   const char *frontEnd = "mlir";
-  double jitSeconds = 0;      // lowering + JIT of modules new to the cache
+  double jitSeconds = 0; // lowering + JIT of modules new to the cache
   unsigned modulesCompiled = 0;
   std::vector<double> passSeconds; // each timed pass over every batch
   int64_t arenaBytes = 0;          // the arena after the run
@@ -123,20 +128,26 @@ public:
   virtual ~BatchPlanner();
   /// Instances in the input.
   virtual uint64_t numInstances() const = 0;
-  /// Whole-input runs: reads every instance once, as batches of
-  /// `batchSize` (0: one batch), kept for every strategy.
+  /// Reads every instance at once, as batches of `batchSize` (0: one
+  /// batch), all held: for callers that plan the whole input together
+  /// (the plan equality tests, the fuzz target).
   virtual llvm::Error readAll(int64_t batchSize) = 0;
-  /// Streamed runs: back to the first instance, then readNext() reads
-  /// the next batch of up to `n` instances in place of the one held
-  /// (false at the end of the input).
+  /// What Session runs use, whole input or streamed: back to the first
+  /// instance, then readNext() reads the next batch of up to `n`
+  /// instances in place of the one held (false at the end of the input),
+  /// so memory holds one batch's records, not the input's.
   virtual llvm::Error rewind() = 0;
   virtual llvm::Expected<bool> readNext(size_t n) = 0;
   /// Instances in the batches held now.
   virtual uint64_t instancesHeld() const = 0;
+  /// Of the reading since readAll() or rewind(), the seconds spent
+  /// indexing the JSON text (the parse proper); the rest of the read
+  /// decodes values into node records. 0 where the two are not apart.
+  virtual double indexSeconds() const { return 0; }
   /// Plans the batches held now with `strategy`, adding nodes, launches,
   /// the lower bound, plan statistics and times to `result`.
-  virtual llvm::Expected<std::vector<rt::Plan>>
-  plan(BatchingStrategy strategy, RunResult &result) = 0;
+  virtual llvm::Expected<std::vector<rt::Plan>> plan(BatchingStrategy strategy,
+                                                     RunResult &result) = 0;
 };
 
 /// What a session refuses before allocating: defaults fit a 24 GiB machine.
@@ -227,15 +238,10 @@ private:
   /// diagnostic explains the failure. Succeeds (with a warning) only if the
   /// importer accepts the input, which then runs on the MLIR path.
   mlir::LogicalResult fallBackToImporter(llvm::Error why);
-  mlir::FailureOr<std::vector<rt::Plan>>
-  planWithPlanner(const RunOptions &options, RunResult &result);
 
   llvm::raw_ostream &diagnostics_;
   std::unique_ptr<BatchPlanner> planner_;
   std::string plannerPath_;
-  /// Whole-input runs with a planner read the instances once.
-  bool plannerRead_ = false;
-  int64_t plannerBatchSize_ = -1;
   double loadSeconds_ = 0;
   std::unique_ptr<mlir::MLIRContext> ctx_;
   llvm::SourceMgr sourceMgr_;

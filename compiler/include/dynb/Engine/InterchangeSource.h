@@ -4,11 +4,12 @@
 // dynbc's front end for the JSON interchange (docs/interchange.md): the
 // instances of a `.json` document or a `.jsonl` file are parsed with
 // simdjson straight into an Engine's node arena (the records the batching
-// library and PlanAssembler read), with no MLIR per node and no DOM of the
-// file. The model still goes through the importer, once, and its modules
-// through the kernel cache. Plans come from the same walk as Engine::run
-// (detail::assembleGraph), in the order the dynb-batch pass would make
-// them, so they are the pass's plans step for step (tested).
+// library and PlanAssembler read), with no MLIR per node and no DOM or
+// index of the file: a line, or a document's element (found by following
+// strings and brackets), is indexed by itself. The model still goes through the
+// importer, once, and its modules through the kernel cache. Plans come from the
+// same walk as Engine::run (detail::assembleGraph), in the order the dynb-batch
+// pass would make them, so they are the pass's plans step for step (tested).
 //
 //===----------------------------------------------------------------------===//
 #ifndef DYNB_ENGINE_INTERCHANGESOURCE_H
@@ -50,6 +51,7 @@ public:
   llvm::Error rewind() override;
   llvm::Expected<bool> readNext(size_t n) override;
   uint64_t instancesHeld() const override;
+  double indexSeconds() const override;
   llvm::Expected<std::vector<rt::Plan>> plan(BatchingStrategy strategy,
                                              RunResult &result) override;
 
