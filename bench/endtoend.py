@@ -136,14 +136,14 @@ def moe_input(work):
 
 class Runner:
     def __init__(self, args, work):
-        self.dynbc = os.path.join(args.build, "bin", "dynbc")
+        self.dynbc_path = os.path.join(args.build, "bin", "dynbc")
         self.threads = args.threads
         self.work = work
         self.calls = []
 
     def dynbc(self, name, path, extra, batch=True):
         report = os.path.join(self.work, name + ".report.json")
-        argv = [self.dynbc, "run", path, "--seed", str(SEED), "--strategy=agenda"]
+        argv = [self.dynbc_path, "run", path, "--seed", str(SEED), "--strategy=agenda"]
         if batch:
             argv += ["--batch-size", str(BATCH)]
         argv += extra + ["--report", report]

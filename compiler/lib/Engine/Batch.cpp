@@ -40,14 +40,17 @@ const char *detail::opName(OpKind kind) {
     return "slice";
   case OpKind::Linear:
     return "linear";
+  case OpKind::Dispatch:
+    return "dispatch";
   }
   return "?";
 }
 
 const OpInfo *EngineModel::internOp(const OpInfo &key) {
   // The key is the signature's bytes: kind, widths and attributes.
-  llvm::SmallVector<int64_t, 8> words = {int64_t(key.kind), key.resultWidth,
-                                         key.a, key.b};
+  llvm::SmallVector<int64_t, 8> words = {
+      int64_t(key.kind), key.resultWidth,       key.a, key.b, key.topK,
+      key.noise,         int64_t(key.noiseSeed)};
   llvm::append_range(words, key.operandWidths);
   llvm::StringRef bytes(reinterpret_cast<const char *>(words.data()),
                         words.size() * sizeof(int64_t));
@@ -350,6 +353,43 @@ Value Instance::linear(Value x, Param weight, std::optional<Param> bias) {
     key.a = weight.id;
     key.b = bias ? int64_t(bias->id) : -1;
     key.resultWidth = w.shape[0];
+    return std::string();
+  });
+}
+
+Value Instance::dispatch(Value x, Param gate, Experts experts, int64_t k,
+                         std::optional<Param> noise, uint64_t noiseSeed) {
+  EngineModel &m = batch_->data().model;
+  return addOp(batch_, index_, OpKind::Dispatch, {x}, [&](OpInfo &key) {
+    if (gate.id >= m.params.size() || (noise && noise->id >= m.params.size()))
+      return std::string("gate or noise is not a parameter of this model");
+    if (experts.id >= m.experts.size())
+      return std::string("not an expert module of this model");
+    const ParamInfo &g = m.params[gate.id];
+    const ModuleInfo &e = m.experts[experts.id];
+    int64_t d = key.operandWidths.front();
+    if (g.shape.size() != 2 || g.shape[1] != d)
+      return fmt::format("gate '{}' is not [E x {}]", g.name, d);
+    if (g.shape[0] != e.experts)
+      return fmt::format("gate '{}' scores {} experts but module @{} has {}",
+                         g.name, g.shape[0], e.name, e.experts);
+    if (e.argWidths.size() != 1 || e.argWidths[0] != d ||
+        e.resultWidths.size() != 1)
+      return fmt::format("expert module @{} does not take one [{}] vector "
+                         "and return one vector",
+                         e.name, d);
+    if (k < 1 || k > e.experts)
+      return fmt::format("keeps the top {} of {} experts", k, e.experts);
+    if (noise && m.params[noise->id].shape != g.shape)
+      return fmt::format("noise '{}' is not shaped as gate '{}'",
+                         m.params[noise->id].name, g.name);
+    key.a = gate.id;
+    key.b = experts.id;
+    key.topK = k;
+    key.noise = noise ? int64_t(noise->id) : -1;
+    key.noiseSeed = noise ? noiseSeed : 0;
+    key.resultWidth = e.resultWidths[0];
+    key.lowered = e.lowered;
     return std::string();
   });
 }

@@ -96,12 +96,10 @@ Engine::load(const EngineOptions &options) {
 
   auto start = std::chrono::steady_clock::now();
   for (func::FuncOp fn : module.getOps<func::FuncOp>()) {
-    // Expert modules run only inside a dispatch, which the API does not
-    // offer yet.
-    if (expertCount(fn) != 0)
-      continue;
     ModuleInfo info;
     info.name = fn.getName().str();
+    // Expert modules run only inside a dispatch: a table of their own.
+    info.experts = expertCount(fn);
     auto widths = [&](TypeRange types, const char *what,
                       SmallVectorImpl<int64_t> &out) -> llvm::Error {
       for (auto [i, t] : llvm::enumerate(types)) {
@@ -115,20 +113,31 @@ Engine::load(const EngineOptions &options) {
       }
       return llvm::Error::success();
     };
-    if (llvm::Error e = widths(fn.getFunctionType().getInputs(), "argument",
-                               info.argWidths))
-      return std::move(e);
-    if (llvm::Error e = widths(fn.getFunctionType().getResults(), "result",
-                               info.resultWidths))
-      return std::move(e);
+    llvm::Error shapeError =
+        widths(fn.getFunctionType().getInputs(), "argument", info.argWidths);
+    if (!shapeError)
+      shapeError = widths(fn.getFunctionType().getResults(), "result",
+                          info.resultWidths);
+    if (shapeError && info.experts) {
+      // No dispatch can run it (the verifier's rule): not offered.
+      llvm::consumeError(std::move(shapeError));
+      continue;
+    }
+    if (shapeError)
+      return std::move(shapeError);
     FailureOr<const LoweredModule *> lowered = s.kernels().getModule(fn);
     if (failed(lowered))
       return c.takeError("cannot compile module @" + info.name);
     info.lowered = *lowered;
+    if (info.experts) {
+      m.expertIds[info.name] = m.experts.size();
+      m.experts.push_back(std::move(info));
+      continue;
+    }
     m.moduleIds[info.name] = m.modules.size();
     m.modules.push_back(std::move(info));
   }
-  m.stats.modulesCompiled = m.modules.size();
+  m.stats.modulesCompiled = m.modules.size() + m.experts.size();
   m.stats.jitSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -145,6 +154,8 @@ Engine::load(const EngineOptions &options) {
 llvm::Error EngineModel::compileOp(OpInfo &op) {
   if (op.lowered)
     return llvm::Error::success();
+  if (op.kind == OpKind::Dispatch)
+    return makeError("a dispatch runs its expert module: it has no kernel");
   auto start = std::chrono::steady_clock::now();
   Compiler &c = *compiler;
   MLIRContext &ctx = c.session->context();
@@ -197,6 +208,14 @@ llvm::Expected<Module> Engine::module(llvm::StringRef name) const {
     return makeError("unknown module '" + name + "' in " +
                      model_->options.modelPath);
   return Module{it->second};
+}
+
+llvm::Expected<Experts> Engine::experts(llvm::StringRef name) const {
+  auto it = model_->expertIds.find(name);
+  if (it == model_->expertIds.end())
+    return makeError("unknown expert module '" + name + "' in " +
+                     model_->options.modelPath);
+  return Experts{it->second};
 }
 
 llvm::Expected<Param> Engine::param(llvm::StringRef name) const {

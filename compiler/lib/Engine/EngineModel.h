@@ -33,6 +33,8 @@ namespace dynb::detail {
 
 struct ModuleInfo {
   std::string name;
+  /// Expert modules (run only by dispatches): how many experts.
+  int64_t experts = 0;
   llvm::SmallVector<int64_t, 4> argWidths, resultWidths;
   const LoweredSteps *lowered = nullptr;
 };
@@ -52,7 +54,8 @@ enum class OpKind : uint8_t {
   Relu,
   Concat,
   Slice,
-  Linear
+  Linear,
+  Dispatch
 };
 const char *opName(OpKind kind);
 
@@ -63,10 +66,16 @@ struct OpInfo {
   llvm::SmallVector<int64_t, 4> operandWidths;
   int64_t resultWidth = 0;
   /// Slice: offset and size. Linear: weight and bias parameter ids (bias
-  /// ~0 when absent).
+  /// ~0 when absent). Dispatch: the gate's parameter id and the expert
+  /// module's index in EngineModel::experts.
   int64_t a = 0, b = 0;
+  /// Dispatch only: experts kept per row, the noise parameter's id (-1:
+  /// none) and the noise's seed.
+  int64_t topK = 0, noise = -1;
+  uint64_t noiseSeed = 0;
   uint32_t signature = 0;
-  /// Compiled on first run (under EngineModel::compileMutex).
+  /// Compiled on first run (under EngineModel::compileMutex); a
+  /// dispatch's is its expert module's, set when it is interned.
   const LoweredSteps *lowered = nullptr;
 };
 
@@ -96,6 +105,10 @@ struct EngineModel {
   EngineOptions options;
   llvm::SmallVector<ModuleInfo, 0> modules;
   llvm::StringMap<uint32_t> moduleIds;
+  /// Expert modules: not callable, so apart from `modules` (whose indices
+  /// are call signatures).
+  llvm::SmallVector<ModuleInfo, 0> experts;
+  llvm::StringMap<uint32_t> expertIds;
   llvm::SmallVector<ParamInfo, 0> params;
   llvm::StringMap<uint32_t> paramIds;
 

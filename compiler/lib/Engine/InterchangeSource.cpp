@@ -22,6 +22,10 @@
 
 #include <chrono>
 #include <cmath>
+#if defined(__unix__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 #include <fmt/format.h>
 #include <limits>
 #include <simdjson.h>
@@ -121,6 +125,7 @@ enum class OpCode : uint8_t {
   Relu,
   Concat,
   Slice,
+  Dispatch,
   Other
 };
 
@@ -153,6 +158,10 @@ OpCode opCodeOf(std::string_view op) {
   case 7:
     if (op == "sigmoid")
       return OpCode::Sigmoid;
+    break;
+  case 8:
+    if (op == "dispatch")
+      return OpCode::Dispatch;
     break;
   case 9:
     if (op == "embedding")
@@ -203,6 +212,11 @@ struct InterchangeSource::Impl {
   unsigned firstInstanceLine = 0, cursorLine = 0;
   std::string padded;
   od::parser parser;
+  /// Pages of the mapped file before this offset were given back after
+  /// being read: a read file-backed page stays in the process's resident
+  /// set until unmapped, so a whole-file run would otherwise hold the
+  /// file as well as its batches.
+  size_t releasedUpTo = 0;
 
   // A document: each instance's text in the file, and the next one's.
   std::vector<std::pair<size_t, size_t>> instanceSpans;
@@ -244,6 +258,11 @@ struct InterchangeSource::Impl {
   /// Reads the next instance into `batch`; false at the end.
   llvm::Expected<bool> readOne(Batch &batch);
   llvm::Error resetReading();
+  /// Gives back the mapped pages wholly inside [releasedUpTo, upTo) (they
+  /// are read again from the page cache if needed); no-op unless mapped.
+  void releasePages(size_t upTo);
+  /// The offset up to which the instances read so far lie.
+  size_t readOffset() const;
   llvm::Error openDocument();
   llvm::Error openLines();
 };
@@ -297,8 +316,8 @@ llvm::Error InterchangeSource::Impl::readNode(od::object o, Instance &inst,
                                               unsigned depth) {
   EngineModel &m = model();
   KeySet keys;
-  StringField op, table, module, weight, bias;
-  IntField index, offset, size;
+  StringField op, table, module, weight, bias, gate, experts, noise;
+  IntField index, offset, size, top, noiseSeed;
   llvm::SmallVector<Ref, 8> inputs;
   // A member of a type its op does not take is left without a value (the
   // op fails if it needs it; the importer ignores it otherwise), but a
@@ -353,6 +372,16 @@ llvm::Error InterchangeSource::Impl::readNode(od::object o, Instance &inst,
       readInt(v, offset);
     else if (key == "size")
       readInt(v, size);
+    else if (key == "gate")
+      readString(v, gate);
+    else if (key == "experts")
+      readString(v, experts);
+    else if (key == "top")
+      readInt(v, top);
+    else if (key == "noise")
+      readString(v, noise);
+    else if (key == "noise_seed")
+      readInt(v, noiseSeed);
     else if (!acceptableSkipped(v, depth + 1))
       return failNode(instance, node, "a member the reader cannot skip");
     if (!scanned)
@@ -445,9 +474,33 @@ llvm::Error InterchangeSource::Impl::readNode(od::object o, Instance &inst,
       return failNode(instance, node, "a bad slice");
     out.push_back(inst.slice(operands[0], *offset.value, *size.value));
     break;
+  case OpCode::Dispatch: {
+    std::optional<uint32_t> g =
+        gate.value ? paramId(*gate.value) : std::nullopt;
+    std::optional<uint32_t> n;
+    if (noise.present) {
+      n = noise.value ? paramId(*noise.value) : std::nullopt;
+      if (!n)
+        return failNode(instance, node, "unknown noise");
+    }
+    if (noiseSeed.present && !noiseSeed.value)
+      return failNode(instance, node, "a noise seed is an integer");
+    if (!g || !experts.value || !top.value || !needInputs(1))
+      return failNode(instance, node, "a bad dispatch");
+    auto it = m.expertIds.find(
+        llvm::StringRef(experts.value->data(), experts.value->size()));
+    if (it == m.expertIds.end())
+      return failNode(instance, node, "not an expert module");
+    std::optional<Param> noiseParam;
+    if (n)
+      noiseParam = Param{*n};
+    out.push_back(inst.dispatch(operands[0], Param{*g}, Experts{it->second},
+                                *top.value, noiseParam,
+                                uint64_t(noiseSeed.value.value_or(0))));
+    break;
+  }
   case OpCode::Other:
-    // arg (modules only), dispatch (the planner's models have no experts)
-    // and unknown ops.
+    // arg (modules only) and unknown ops.
     return failNode(
         instance, node,
         fmt::format("op '{}' is not read here", std::string(*op.value)));
@@ -620,8 +673,8 @@ static bool readTopLevel(od::object top, TopLevel &out, bool wantInstances) {
          (out.haveInstances || !wantInstances);
 }
 
-/// Counts the nodes of the model's modules, and refuses models the
-/// records do not plan (expert modules).
+/// Counts the nodes of the model's modules; false for a model not shaped
+/// as the importer takes it (which then reports it).
 static bool readModelShape(od::parser &parser, llvm::StringRef modelText,
                            uint64_t &nodes) {
   simdjson::padded_string text(modelText.data(), modelText.size());
@@ -639,8 +692,6 @@ static bool readModelShape(od::parser &parser, llvm::StringRef modelText,
     for (auto field : module) {
       std::string_view key;
       if (field.unescaped_key().get(key))
-        return false;
-      if (key == "experts")
         return false;
       if (key == "nodes") {
         od::array list;
@@ -861,7 +912,34 @@ llvm::Error InterchangeSource::Impl::openDocument() {
   return llvm::Error::success();
 }
 
+void InterchangeSource::Impl::releasePages(size_t upTo) {
+#if defined(__unix__)
+  if (file->getBufferKind() != llvm::MemoryBuffer::MemoryBuffer_MMap)
+    return;
+  // Per call a few microseconds: only once a megabyte is to be given back.
+  if (upTo < releasedUpTo + (size_t(1) << 20) && upTo != file->getBufferSize())
+    return;
+  uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  uintptr_t base = uintptr_t(file->getBufferStart());
+  uintptr_t from = (base + releasedUpTo + page - 1) & ~(page - 1);
+  uintptr_t to = (base + upTo) & ~(page - 1);
+  if (to > from)
+    (void)::madvise(reinterpret_cast<void *>(from), to - from, MADV_DONTNEED);
+  releasedUpTo = upTo;
+#else
+  (void)upTo;
+#endif
+}
+
+size_t InterchangeSource::Impl::readOffset() const {
+  if (lines)
+    return std::min(cursor, file->getBufferSize());
+  return nextSpan < instanceSpans.size() ? instanceSpans[nextSpan].first
+                                         : file->getBufferSize();
+}
+
 llvm::Error InterchangeSource::Impl::resetReading() {
+  releasedUpTo = 0;
   nextInstance = 0;
   nodesRead = 0;
   indexSeconds = 0;
@@ -885,6 +963,8 @@ openLoaded(std::unique_ptr<InterchangeSource::Impl> impl, std::string &whyNot) {
     whyNot = llvm::toString(std::move(opened));
     return nullptr;
   }
+  // Opening scanned the whole file.
+  impl->releasePages(impl->file->getBufferSize());
   EngineOptions options;
   options.modelPath = impl->path;
   options.modelJson = impl->modelJson;
@@ -1014,6 +1094,7 @@ llvm::Expected<bool> InterchangeSource::readNext(size_t n) {
       break;
     ++d.held;
   }
+  d.releasePages(d.readOffset());
   return d.held > 0;
 }
 

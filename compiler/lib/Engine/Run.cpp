@@ -175,10 +175,28 @@ llvm::Error detail::assembleGraph(EngineModel &m, BatchData &d,
             stack(refs, d.resultWidth(*d.nodes[proto.operands[p].node],
                                       proto.operands[p].result)));
       }
+      const auto *op = proto.kind == NodeKind::Op
+                           ? static_cast<const OpInfo *>(proto.info)
+                           : nullptr;
+      if (op && op->kind == OpKind::Dispatch) {
+        // As PlanBuilder emits a dynb.dispatch: one launch over the rows.
+        DispatchLaunch launch;
+        launch.x = args.front().region;
+        launch.gate = m.params[op->a].name;
+        if (op->noise >= 0) {
+          launch.noise = llvm::StringRef(m.params[op->noise].name);
+          launch.noiseSeed = op->noiseSeed;
+        }
+        launch.topK = op->topK;
+        launch.outCols = op->resultWidth;
+        groupResults.push_back(assembler.dispatch(launch, *op->lowered));
+        for (auto [row, id] : llvm::enumerate(group))
+          placement[id] = {uint32_t(g), uint32_t(row)};
+        continue;
+      }
       const LoweredSteps *lowered =
-          proto.kind == NodeKind::Call
-              ? static_cast<const ModuleInfo *>(proto.info)->lowered
-              : static_cast<const OpInfo *>(proto.info)->lowered;
+          op ? op->lowered
+             : static_cast<const ModuleInfo *>(proto.info)->lowered;
       launched.clear();
       assembler.launch(*lowered, n, args, launched);
       groupResults.append(launched.begin(), launched.end());

@@ -138,4 +138,85 @@ TEST(EngineOps, EveryPerInstanceOpAndCallsMatchReference) {
   llvm::sys::fs::remove(modelPath);
 }
 
+const char *kMoeModel = R"({"params":[
+ {"name":"X","shape":[12,6]},{"name":"G","shape":[4,6]},{"name":"N","shape":[4,6]},
+ {"name":"W1","shape":[4,5,6]},{"name":"b1","shape":[4,5]}],
+"modules":[{"name":"expert","experts":4,"nodes":[
+ {"op":"arg","shape":[6]},
+ {"op":"linear","inputs":[0],"weight":"W1","bias":"b1"},
+ {"op":"tanh","inputs":[1]}],"outputs":[2]}]})";
+
+TEST(EngineOps, DispatchesMatchReference) {
+  constexpr int kInstances = 19;
+  std::string modelPath =
+      writeTemp("moe-model.json", std::string(R"({"dynb":1,"model":)") +
+                                      kMoeModel + R"(,"instances":[]})");
+  EngineOptions o;
+  o.modelPath = modelPath;
+  o.seed = 11;
+  auto engine = Engine::load(o);
+  ASSERT_TRUE(bool(engine)) << llvm::toString(engine.takeError());
+  Param X = llvm::cantFail((*engine)->param("X"));
+  Param G = llvm::cantFail((*engine)->param("G"));
+  Param N = llvm::cantFail((*engine)->param("N"));
+  Experts expert = llvm::cantFail((*engine)->experts("expert"));
+  // Expert modules are dispatched, never called.
+  llvm::Expected<Module> asModule = (*engine)->module("expert");
+  EXPECT_FALSE(bool(asModule));
+  llvm::consumeError(asModule.takeError());
+
+  for (BatchingStrategy s : {BatchingStrategy::None, BatchingStrategy::Depth,
+                             BatchingStrategy::Agenda}) {
+    Batch batch(**engine);
+    std::string instances;
+    for (int i = 0; i < kInstances; ++i) {
+      Instance inst = batch.addInstance();
+      Value x = inst.embedding(X, (i * 5) % 12);
+      Value y;
+      std::string node;
+      if (i % 2) {
+        y = inst.dispatch(x, G, expert, 2, N, 3);
+        node = R"("top":2,"noise":"N","noise_seed":3)";
+      } else {
+        y = inst.dispatch(x, G, expert, 1);
+        node = R"("top":1)";
+      }
+      inst.output(inst.relu(y));
+      instances += (i ? "," : "") +
+                   fmt::format(R"({{"nodes":[{{"op":"embedding","table":"X",)"
+                               R"("index":{}}},{{"op":"dispatch","inputs":[0],)"
+                               R"("gate":"G","experts":"expert",{}}},)"
+                               R"({{"op":"relu","inputs":[1]}}],"outputs":[2]}})",
+                               (i * 5) % 12, node);
+    }
+    std::string refPath =
+        writeTemp("moe.json", std::string(R"({"dynb":1,"model":)") +
+                                  kMoeModel + R"(,"instances":[)" + instances +
+                                  "]}");
+    std::vector<std::vector<float>> want = referenceOutputs(refPath, 11);
+    ASSERT_EQ(want.size(), size_t(kInstances));
+    auto got = (*engine)->run(batch, s);
+    ASSERT_TRUE(bool(got)) << llvm::toString(got.takeError());
+    for (int i = 0; i < kInstances; ++i)
+      EXPECT_TRUE(close(got->output(i, 0), want[i]))
+          << "instance " << i << " (" << toString(s).str() << ")";
+    // The embedding, a launch per dispatch signature, one relu.
+    if (s == BatchingStrategy::Agenda)
+      EXPECT_EQ(got->stats().launches, 4u);
+    llvm::sys::fs::remove(refPath);
+  }
+
+  // Misuse is a located error, as for any op.
+  Batch bad(**engine);
+  Instance inst = bad.addInstance();
+  Value x = inst.embedding(X, 0);
+  inst.output(inst.dispatch(x, G, expert, 5));
+  llvm::Error e = bad.error();
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(llvm::toString(std::move(e))
+                .find("instance 0, node 1 (dispatch): keeps the top 5 of 4"),
+            std::string::npos);
+  llvm::sys::fs::remove(modelPath);
+}
+
 } // namespace

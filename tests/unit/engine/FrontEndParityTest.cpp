@@ -84,6 +84,15 @@ void describe(llvm::raw_ostream &os, const rt::Step &s,
   case rt::Step::Kind::Dispatch:
     os << "dispatch ";
     describe(os, s.dispatch.x);
+    os << " gate b" << s.dispatch.gateWeight << " top " << s.dispatch.topK
+       << " of " << s.dispatch.experts << " logits b" << s.dispatch.logits;
+    if (s.dispatch.hasNoise)
+      os << " noise b" << s.dispatch.noiseWeight << " seed "
+         << s.dispatch.noiseSeed << " logits b" << s.dispatch.noiseLogits;
+    os << " routed ";
+    describe(os, s.dispatch.routedIn);
+    os << " -> ";
+    describe(os, s.dispatch.routedOut);
     os << " -> ";
     describe(os, s.dispatch.out);
     os << "\n";
@@ -225,6 +234,47 @@ TEST(FrontEndParity, PerInstanceOpsAndCallsPlanTheSameSteps) {
              R"(, {"op": "slice", "inputs": [[7, 1]], "offset": 1, "size": 4})";
       f << R"(], "outputs": [9, 8]})" << "\n";
     }
+  }
+  expectSamePlans(path);
+  llvm::sys::fs::remove(path);
+}
+
+TEST(FrontEndParity, MixtureOfExpertsDispatchesPlanTheSameSteps) {
+  // Dispatches of three signatures (top 1; top 2 with noise under two
+  // seeds) over embedding rows and over a linear's result, followed by a
+  // per-instance op, as a document.
+  std::string path = tempPath("front-end-moe.json");
+  {
+    std::ofstream f(path);
+    f << R"({"dynb": 1, "model": {"params": [{"name": "X", "shape": [9, 6]},)"
+         R"( {"name": "P", "shape": [6, 6]}, {"name": "G", "shape": [5, 6]},)"
+         R"( {"name": "N", "shape": [5, 6]}, {"name": "W1", "shape": [5, 4, 6]},)"
+         R"( {"name": "b1", "shape": [5, 4]}, {"name": "W2", "shape": [5, 3, 4]}],)"
+         R"( "modules": [{"name": "expert", "experts": 5, "nodes": [)"
+         R"({"op": "arg", "shape": [6]},)"
+         R"( {"op": "linear", "inputs": [0], "weight": "W1", "bias": "b1"},)"
+         R"( {"op": "relu", "inputs": [1]},)"
+         R"( {"op": "linear", "inputs": [2], "weight": "W2"}], "outputs": [3]}]},)"
+         R"( "instances": [)";
+    for (int i = 0; i < 30; ++i) {
+      f << (i ? ", " : "")
+        << R"({"nodes": [{"op": "embedding", "table": "X", "index": )"
+        << (i * 4) % 9 << "}";
+      int input = 0;
+      if (i % 4 == 1) {
+        f << R"(, {"op": "linear", "inputs": [0], "weight": "P"})";
+        input = 1;
+      }
+      f << R"(, {"op": "dispatch", "inputs": [)" << input
+        << R"(], "gate": "G", "experts": "expert", )";
+      if (i % 3 == 0)
+        f << R"("top": 1})";
+      else
+        f << R"("top": 2, "noise": "N", "noise_seed": )" << (i % 3) << "}";
+      f << R"(, {"op": "tanh", "inputs": [)" << input + 1
+        << R"(]}], "outputs": [)" << input + 2 << "]}";
+    }
+    f << "]}\n";
   }
   expectSamePlans(path);
   llvm::sys::fs::remove(path);

@@ -40,6 +40,12 @@ struct Param {
   uint32_t id = ~0u;
 };
 
+/// An expert module of the loaded model (Engine::experts()): run only by
+/// Instance::dispatch, never called.
+struct Experts {
+  uint32_t id = ~0u;
+};
+
 /// One per-instance value: a result of a node of one batch. Cheap to copy.
 struct Value {
   uint64_t batch = 0;
@@ -66,6 +72,14 @@ public:
   Value concat(llvm::ArrayRef<Value> parts);
   /// `size` elements of x from `offset`.
   Value slice(Value x, int64_t offset, int64_t size);
+  /// A sparsely gated mixture of experts on a d-vector, as the interchange
+  /// format's `dispatch` node (docs/moe.md): gate [E x d] scores x (plus
+  /// seeded noise through `noise` [E x d] when given), and the result is
+  /// the gate-weighted sum of `experts` run as each of the `k` best
+  /// scored experts. All of a batch's dispatches of one signature run as
+  /// one launch.
+  Value dispatch(Value x, Param gate, Experts experts, int64_t k,
+                 std::optional<Param> noise = {}, uint64_t noiseSeed = 0);
   /// Appends an output of this instance.
   void output(Value v);
 

@@ -79,6 +79,8 @@ public:
   /// graph never looks names up.
   llvm::Expected<Module> module(llvm::StringRef name) const;
   llvm::Expected<Param> param(llvm::StringRef name) const;
+  /// An expert module (one marked with `experts`), for Instance::dispatch.
+  llvm::Expected<Experts> experts(llvm::StringRef name) const;
 
   /// Runs every instance of `batch` with the engine's default strategy (or
   /// `strategy`) and returns their outputs. The batch is emptied either

@@ -32,7 +32,7 @@ public:
   /// when this reader does not take the file: another suffix, a CLEVR
   /// question file, anything amiss at the top level or in the model (the
   /// importer then reports it), or a model the records cannot plan
-  /// (expert modules and dispatch, feature maps).
+  /// (feature maps).
   static std::unique_ptr<InterchangeSource>
   open(llvm::StringRef path, const SessionLimits &limits, std::string &whyNot);
   /// The same over text in memory; `name` (ending in .json or .jsonl)
