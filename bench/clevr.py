@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# CLEVR module-network benchmark (WORKLOADS.md §2): programs/s per strategy, whole forward pass and modules alone, against oneDNN's convolution ceiling.
+# CLEVR module-network benchmark (docs/workloads.md §2): programs/s per strategy, whole forward pass and modules alone, against oneDNN's convolution ceiling.
 """Usage: bench/clevr.py BUILD_DIR [--quick] [--batches 16,64,256] [--out DIR]
                          [--threads N] [--repeat N] [--no-peers]
 
@@ -280,7 +280,7 @@ def peer_table(points, part):
 
 def main(argv):
     p = argparse.ArgumentParser(prog="bench/clevr.py",
-                                description="CLEVR module-network benchmark of WORKLOADS.md §2.")
+                                description="CLEVR module-network benchmark of docs/workloads.md §2.")
     p.add_argument("build", metavar="BUILD_DIR")
     p.add_argument("--quick", action="store_true", help="batch 16 only: a smoke test")
     p.add_argument("--batches", default="16,64,256")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Mixture-of-experts benchmark (WORKLOADS.md §3): tokens/s per strategy, against one dense GEMM of the same FLOPs.
+# Mixture-of-experts benchmark (docs/workloads.md §3): tokens/s per strategy, against one dense GEMM of the same FLOPs.
 """Usage: bench/moe.py BUILD_DIR [--quick] [--grid seed|lm|all] [--out DIR]
                        [--threads N] [--max-memory SIZE]
 
@@ -64,7 +64,7 @@ def parse_size(text):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="bench/moe.py",
-                                description="Mixture-of-experts benchmark of WORKLOADS.md §3.")
+                                description="Mixture-of-experts benchmark of docs/workloads.md §3.")
     p.add_argument("build", metavar="BUILD_DIR")
     p.add_argument("--quick", action="store_true",
                    help="a subset (seed: experts 10, 100 x tokens 100, 1000; lm: 32 experts, "

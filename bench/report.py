@@ -79,7 +79,7 @@ def treelstm_headline(d):
 
 
 def treelstm_section(d, charts, plt):
-    lines = ["## TreeLSTM (SST dev, WORKLOADS.md §1)", "",
+    lines = ["## TreeLSTM (SST dev, docs/workloads.md §1)", "",
              "Run: `%s` (%s, commit %s)." % (d["command"], d["machine"]["date"][:16],
                                              d["machine"]["git_commit"][:12]), ""]
     hdims = sorted({r["hdim"] for r in d["rows"] if r["kind"] == "grid"})
@@ -218,7 +218,7 @@ def moe_headline(d):
 
 
 def moe_section(d, charts, plt):
-    lines = ["## Mixture of experts (WORKLOADS.md §3)", "",
+    lines = ["## Mixture of experts (docs/workloads.md §3)", "",
              "Run: `tools/dev bench moe` (%s). Ceiling: one dense GEMM of the layer's FLOPs, "
              "timed in the same run." % d["date"], ""]
     for grid in ("seed", "lm"):
@@ -329,7 +329,7 @@ def clevr_headline(d):
 
 
 def clevr_section(d, charts, plt):
-    lines = ["## CLEVR module network (IEP, WORKLOADS.md §2)", "",
+    lines = ["## CLEVR module network (IEP, docs/workloads.md §2)", "",
              "Run: `tools/dev bench clevr` (generated questions of the nine template families, "
              "seeded parameters and features, module_dim 128, 14x14 maps). Ceiling: the batch's "
              "convolutions and dense layers run by oneDNN as one static batch each, timed in the "

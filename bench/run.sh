@@ -16,7 +16,7 @@ usage: bench/run.sh BUILD_DIR [WORKLOAD...] [OPTIONS...]
   moe options: --quick, --grid seed|lm|all, --out DIR, --threads N, --max-memory SIZE, --no-peers
   api options: --quick, --out DIR, --threads N, --trees N, --rounds N (the embedded API against dynbc)
   clevr options: --quick, --batches 16,64,256, --out DIR, --threads N, --repeat N, --no-peers
-  endtoend options: --quick, --out DIR, --threads N, --copies N (dynbc as a whole process)
+  endtoend options: --quick, --out DIR, --threads N, --copies N, --runs N (dynbc as a whole process)
   treelstm, moe and clevr run PyTorch peers on the same inputs and weights unless --no-peers.
 USAGE
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# TreeLSTM benchmark (WORKLOADS.md §1): runs dynbc over the SST trees and reports throughput, launches, profile and memory.
+# TreeLSTM benchmark (docs/workloads.md §1): runs dynbc over the SST trees and reports throughput, launches, profile and memory.
 """Usage: bench/treelstm.py BUILD_DIR [--quick] [--out DIR] [--threads N] [--trees N]
 
 Converts the SST trees with BUILD_DIR/bin/sst2dynb, runs BUILD_DIR/bin/dynbc
@@ -62,7 +62,7 @@ class BenchError(Exception):
 def parse_args(argv):
     p = argparse.ArgumentParser(
         prog="bench/treelstm.py",
-        description="TreeLSTM benchmark of WORKLOADS.md §1 (see bench/README.md).")
+        description="TreeLSTM benchmark of docs/workloads.md §1 (see bench/README.md).")
     p.add_argument("build", metavar="BUILD_DIR", help="build directory holding bin/dynbc and bin/sst2dynb")
     p.add_argument("--quick", action="store_true",
                    help="hdim 256, batch 64, every strategy only (no overhead point, no memory check)")

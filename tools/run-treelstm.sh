@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job: the TreeLSTM of WORKLOADS.md over the SST dev trees through
+# The main job: the TreeLSTM of docs/workloads.md over the SST dev trees through
 # dynbc, every strategy checked against the reference interpreter.
 set -euo pipefail
 BUILD=${1:?usage: tools/run-treelstm.sh BUILD_DIR [hdim] [batch]}

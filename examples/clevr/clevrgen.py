@@ -4,7 +4,7 @@
 Writes a CLEVR question file ({"questions": [{"question_index", "image_index",
 "template_family", "program": [{"function", "value_inputs", "inputs"}, ...]}]},
 nodes in topological order, root last) with programs drawn evenly from CLEVR's
-nine template families and their node ranges (WORKLOADS.md section 2), and,
+nine template families and their node ranges (docs/workloads.md section 2), and,
 with --features, random image features as a safetensors file holding one F32
 tensor 'features' [images, C, H, W] (standard normal; C, H, W default 1024,
 14, 14: ResNet-101 cut after its third stage). Seeded: the same arguments give
@@ -25,7 +25,7 @@ MATERIALS = ["rubber", "metal"]
 ATTRS = {"color": COLORS, "shape": SHAPES, "size": SIZES, "material": MATERIALS}
 RELATIONS = ["left", "right", "behind", "front"]
 
-# family: (min nodes, max nodes), as WORKLOADS.md gives them.
+# family: (min nodes, max nodes), as docs/workloads.md gives them.
 FAMILIES = {
     "zero_hop": (2, 7),
     "one_hop": (4, 13),

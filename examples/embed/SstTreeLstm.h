@@ -3,7 +3,7 @@
 // Shared by the embed example, the API benchmark and the engine tests: SST
 // trees (PTB brackets) with the vocabulary `sst2dynb` uses by default
 // (words in first-appearance order over the whole file, unknown words on
-// the last row of E), and the binary TreeLSTM of WORKLOADS.md §1 built
+// the last row of E), and the binary TreeLSTM of docs/workloads.md §1 built
 // through Instance handles: the same graphs `sst2dynb` writes.
 //
 //===----------------------------------------------------------------------===//

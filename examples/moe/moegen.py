@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes a sparsely gated mixture-of-experts batch (WORKLOADS.md section 3).
+"""Writes a sparsely gated mixture-of-experts batch (docs/workloads.md section 3).
 
 usage: moegen.py --tokens T --experts E [--k K] [--d D] [--hidden H]
                  [--out-dim O] [--noise] [--noise-seed N] -o MODEL

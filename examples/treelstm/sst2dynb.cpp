@@ -1,6 +1,6 @@
 //===- sst2dynb.cpp - Converts SST trees to dynb's interchange JSON -------===//
 //
-// Writes the binary TreeLSTM of WORKLOADS.md §1 (parameters and the `leaf`
+// Writes the binary TreeLSTM of docs/workloads.md §1 (parameters and the `leaf`
 // and `internal` modules) and one instance per PTB tree, in the interchange
 // format version 1 (one JSON document, or JSON Lines).
 //

@@ -2,7 +2,7 @@
 //
 // The model is the execution engine of Johnson et al., "Inferring and
 // Executing Programs for Visual Reasoning" (2017), with its defaults
-// (WORKLOADS.md section 2, docs/clevr.md): a stem, one residual module per
+// (docs/workloads.md section 2, docs/clevr.md): a stem, one residual module per
 // program token (each with its own weights) and a classifier. Programs come
 // in CLEVR's own JSON; every problem is reported at the file, the question
 // and the node.

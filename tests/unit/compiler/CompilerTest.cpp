@@ -21,7 +21,7 @@ using namespace dynb;
 
 namespace {
 
-/// A TreeLSTM-shaped model (WORKLOADS.md §1 at small sizes) and instances
+/// A TreeLSTM-shaped model (docs/workloads.md §1 at small sizes) and instances
 /// over random binary trees, in the JSON interchange form.
 struct TreeBatch {
   int hdim = 4, vocab = 20;

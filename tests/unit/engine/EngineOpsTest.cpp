@@ -182,17 +182,17 @@ TEST(EngineOps, DispatchesMatchReference) {
         node = R"("top":1)";
       }
       inst.output(inst.relu(y));
-      instances += (i ? "," : "") +
-                   fmt::format(R"({{"nodes":[{{"op":"embedding","table":"X",)"
-                               R"("index":{}}},{{"op":"dispatch","inputs":[0],)"
-                               R"("gate":"G","experts":"expert",{}}},)"
-                               R"({{"op":"relu","inputs":[1]}}],"outputs":[2]}})",
-                               (i * 5) % 12, node);
+      instances +=
+          (i ? "," : "") +
+          fmt::format(R"({{"nodes":[{{"op":"embedding","table":"X",)"
+                      R"("index":{}}},{{"op":"dispatch","inputs":[0],)"
+                      R"("gate":"G","experts":"expert",{}}},)"
+                      R"({{"op":"relu","inputs":[1]}}],"outputs":[2]}})",
+                      (i * 5) % 12, node);
     }
     std::string refPath =
-        writeTemp("moe.json", std::string(R"({"dynb":1,"model":)") +
-                                  kMoeModel + R"(,"instances":[)" + instances +
-                                  "]}");
+        writeTemp("moe.json", std::string(R"({"dynb":1,"model":)") + kMoeModel +
+                                  R"(,"instances":[)" + instances + "]}");
     std::vector<std::vector<float>> want = referenceOutputs(refPath, 11);
     ASSERT_EQ(want.size(), size_t(kInstances));
     auto got = (*engine)->run(batch, s);
