@@ -43,6 +43,11 @@ llvm::Error makeError(const std::string &msg) {
 /// An integer as llvm::json::Value::getAsInteger takes it: a JSON integer
 /// within int64, or a number with no fractional part within int64.
 std::optional<int64_t> integerOf(od::value v) {
+  // Node numbers and rows are plain integers: parse once. A failed get
+  // leaves the value in place for the general path below.
+  int64_t plain;
+  if (!v.get_int64().get(plain))
+    return plain;
   od::number_type type;
   if (v.get_number_type().get(type))
     return std::nullopt;
@@ -97,6 +102,32 @@ bool acceptableSkipped(od::value v, unsigned depth) {
   return depth < kMaxNestingDepth &&
          !findExcessiveNesting(text, kMaxNestingDepth - depth, false) &&
          !findDuplicateKey(text);
+}
+
+/// The text of a string token from just after its opening quote, when it
+/// has no escapes and no control characters (the keys and names of
+/// interchange files): no copy into simdjson's string buffer. Nullopt
+/// otherwise: the caller then unescapes it as before, with its checks.
+std::optional<std::string_view> plainString(const char *afterQuote) {
+  const char *p = afterQuote;
+  // Stage 1 found the closing quote, so the scan ends inside the text.
+  while (uint8_t(*p) >= 0x20 && *p != '"' && *p != '\\')
+    ++p;
+  if (*p != '"')
+    return std::nullopt;
+  return std::string_view(afterQuote, size_t(p - afterQuote));
+}
+
+/// A member's key, unescaped; false for a bad one.
+bool keyOf(simdjson::simdjson_result<od::field> &field, std::string_view &key) {
+  if (field.error())
+    return false;
+  od::field &f = field.value_unsafe();
+  if (std::optional<std::string_view> plain = plainString(f.key().raw())) {
+    key = *plain;
+    return true;
+  }
+  return !f.unescaped_key().get(key);
 }
 
 /// Keys of one object seen so far: the importer refuses a key given twice.
@@ -337,7 +368,15 @@ llvm::Error InterchangeSource::Impl::readNode(od::object o, Instance &inst,
   auto readString = [&](od::value v, StringField &f) {
     f.present = true;
     std::string_view s;
-    if (isScalar(v, scanned) && !v.get_string().get(s))
+    if (!isScalar(v, scanned))
+      return;
+    std::string_view token = v.raw_json_token();
+    std::optional<std::string_view> plain;
+    if (!token.empty() && token.front() == '"')
+      plain = plainString(token.data() + 1);
+    if (plain)
+      f.value = *plain;
+    else if (!v.get_string().get(s))
       f.value = s;
   };
   auto readInt = [&](od::value v, IntField &f) {
@@ -347,7 +386,7 @@ llvm::Error InterchangeSource::Impl::readNode(od::object o, Instance &inst,
   };
   for (auto field : o) {
     std::string_view key;
-    if (field.unescaped_key().get(key))
+    if (!keyOf(field, key))
       return failNode(instance, node, "bad key");
     if (!keys.insert(key))
       return failNode(instance, node, "a key given twice");
@@ -522,7 +561,7 @@ llvm::Error InterchangeSource::Impl::readInstance(od::object o, Batch &batch,
   results.clear();
   for (auto field : o) {
     std::string_view key;
-    if (field.unescaped_key().get(key))
+    if (!keyOf(field, key))
       return fail(instance, "bad key");
     if (!keys.insert(key))
       return fail(instance, "a key given twice");
@@ -646,7 +685,7 @@ static bool readTopLevel(od::object top, TopLevel &out, bool wantInstances) {
   KeySet keys;
   for (auto field : top) {
     std::string_view key;
-    if (field.unescaped_key().get(key) || !keys.insert(key))
+    if (!keyOf(field, key) || !keys.insert(key))
       return false;
     od::value v = field.value();
     if (key == "dynb") {
@@ -691,7 +730,7 @@ static bool readModelShape(od::parser &parser, llvm::StringRef modelText,
       return false;
     for (auto field : module) {
       std::string_view key;
-      if (field.unescaped_key().get(key))
+      if (!keyOf(field, key))
         return false;
       if (key == "nodes") {
         od::array list;
