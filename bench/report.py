@@ -25,6 +25,40 @@ import sys
 WORKLOADS = ("treelstm", "moe", "clevr", "api", "endtoend")
 
 
+# A workload's section title and headline name in docs/benchmarks.md: a
+# workload without results in BENCH_DIR keeps what the last report said.
+SECTION_TITLES = {"treelstm": "## TreeLSTM", "moe": "## Mixture of experts",
+                  "clevr": "## CLEVR module network", "api": "## Embedded API",
+                  "endtoend": "## End to end"}
+HEADLINE_NAMES = {"treelstm": "TreeLSTM", "moe": "Mixture of experts", "clevr": "CLEVR"}
+
+
+def earlier_report(path):
+    """The sections ({workload: lines}) and run-only headline rows
+    ({workload: [row]}) of an existing docs/benchmarks.md."""
+    sections, rows = {}, {}
+    if not os.path.exists(path):
+        return sections, rows
+    with open(path) as f:
+        lines = f.read().splitlines()
+    current = None
+    for line in lines:
+        if line.startswith("## "):
+            current = next((w for w, t in SECTION_TITLES.items() if line.startswith(t)), None)
+            if line.startswith("## Headline"):
+                current = "headline"
+            if current and current != "headline":
+                sections[current] = []
+        if current and current != "headline":
+            sections[current].append(line)
+        elif current == "headline" and line.startswith("| "):
+            name = line[2:].split(" | ")[0]
+            for w, n in HEADLINE_NAMES.items():
+                if name.startswith(n) and "whole process" not in line:
+                    rows.setdefault(w, []).append(line)
+    return sections, rows
+
+
 def load(bench_dir):
     found = {}
     for w in WORKLOADS:
@@ -417,8 +451,9 @@ def endtoend_headline_table(d):
     lines = ["| dynbc, whole process | setting | end to end | run only | end to end / run only "
              "| front end µs a node |", "|---|---|---:|---:|---:|---:|"]
     for r, workload, setting, unit, ro in endtoend_rows(d):
-        lines.append("| %s | %s, batch 64, agenda | %s %s | %s | %s | %.2f |" % (
-            workload, setting, rate(r["instances_per_second"]), unit,
+        batch = ", batch 64" if r["workload"].startswith("sst") else ""
+        lines.append("| %s | %s%s, agenda | %s %s | %s | %s | %.2f |" % (
+            workload, setting, batch, rate(r["instances_per_second"]), unit,
             rate(ro["instances_per_second"]),
             pct(r["instances_per_second"] / ro["instances_per_second"]), r["front_us_per_node"]))
     return lines
@@ -427,14 +462,18 @@ def endtoend_headline_table(d):
 def endtoend_section(d):
     m = d.get("machine", {})
     lines = ["## End to end (dynbc as a whole process)", "",
-             "Run: `%s` on %s (%s CPUs). Each row is one `dynbc run FILE --seed 7 "
-             "--strategy=agenda --batch-size 64 --repeat 0 --output OUT.npy` timed from outside "
-             "(wall time and peak RSS of the process); *of run-only* divides by the median timed "
+             "Run: `%s` (%s, commit %s) on %s (%s CPUs). Each row is `dynbc run FILE --seed 7 "
+             "--strategy=agenda --batch-size 64 --repeat 0 --output OUT.npy` (CLEVR and MoE: "
+             "one batch) timed from outside (wall time and peak RSS of the process; rows "
+             "through the node records: the median of %s processes); *of run-only* divides by "
+             "the median timed "
              "pass of the same input (`--repeat 3`). Front end: reading (parse: indexing the JSON "
              "text; build: node records or the MLIR import, which does not split its parse out), "
              "scheduling and plan assembly, in µs a node. The outputs of every row of an SST "
-             "input are the same bytes." % (d["command"], m.get("cpu_model", "?"),
-                                           m.get("nproc", "?")), ""]
+             "input, and of both MoE rows, are the same bytes." % (
+                 d["command"], m.get("date", "?")[:16], (m.get("git_commit") or "?")[:12],
+                 m.get("cpu_model", "?"), m.get("nproc", "?"),
+                 max((r.get("runs", 1) for r in d["rows"]), default=1)), ""]
     with_table = []
     for r in d["rows"]:
         ro = d["run_only"][r["workload"]]["instances_per_second"]
@@ -489,7 +528,10 @@ def main(argv):
         plt = None
     OUT_DIR = os.path.join(args.docs, "benchmarks")
     os.makedirs(OUT_DIR, exist_ok=True)
+    docs_md = os.path.join(args.docs, "benchmarks.md")
+    kept_sections, kept_rows = earlier_report(docs_md)
     charts, heads, body = [], [], []
+    kept = []
     if "treelstm" in found:
         h = treelstm_headline(found["treelstm"])
         heads += [h] if h else []
@@ -506,12 +548,26 @@ def main(argv):
         body += api_section(found["api"])
     if "endtoend" in found:
         body += endtoend_section(found["endtoend"])
+    # Workloads without results keep the earlier report's section and rows.
+    for w in WORKLOADS:
+        if w not in found and w in kept_sections:
+            body += [l for l in kept_sections[w]]
+            while body and body[-1] == "":
+                body.pop()
+            body.append("")
+            kept.append(w)
     # The run-only headline, then dynbc end to end beside it.
     headline = headline_table(heads)
+    for w in WORKLOADS:
+        if w not in found:
+            headline += kept_rows.get(w, [])
     if "endtoend" in found:
         headline += [""] + endtoend_headline_table(found["endtoend"])
-    missing = [w for w in WORKLOADS if w not in found]
-    machine = found.get("treelstm", {}).get("machine", {})
+    elif "endtoend" in kept_sections:
+        pass
+    missing = [w for w in WORKLOADS if w not in found and w not in kept]
+    machine = next((found[w]["machine"] for w in WORKLOADS
+                    if w in found and "machine" in found[w]), {})
     md = ["# Benchmarks", "",
           "Written by `bench/report.py` from the result files of `tools/dev bench` "
           "(do not edit by hand). Machine: %s CPUs (%s). dynb's figures are the median "
@@ -519,9 +575,14 @@ def main(argv):
           "and weights and their outputs match dynb's before their time counts "
           "(bench/README.md)." % (machine.get("nproc", "?"), machine.get("cpu_model", "?")), "",
           "## Headline", ""] + headline + [""]
+    if kept:
+        md += ["Kept from an earlier report (no results in this run): %s; their sections "
+               "name the run they come from." % ", ".join(kept), ""]
     if missing:
         md += ["Not in this report (no full run found): %s." % ", ".join(missing), ""]
     md += body
+    # Commands as a user of the repository types them: no machine's paths.
+    md = [l.replace(root + "/", "") for l in md]
     with open(os.path.join(args.docs, "benchmarks.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     with open(os.path.join(args.bench_dir, "report.json"), "w") as f:
