@@ -13,8 +13,9 @@
 
 namespace dynb {
 
-/// The sizes of the IEP execution engine (Johnson et al. 2017; docs/workloads.md
-/// section 2). The defaults are the paper's; tests shrink them.
+/// The sizes of the IEP execution engine (Johnson et al. 2017;
+/// docs/workloads.md section 2). The defaults are the paper's; tests shrink
+/// them.
 struct ClevrModelConfig {
   int64_t featureChannels = 1024;
   int64_t mapSize = 14;
