@@ -111,7 +111,7 @@ LogicalResult InstanceOp::verify() {
 
 LogicalResult YieldOp::verify() {
   auto schedule = (*this)->getParentOfType<ScheduleOp>();
-  int64_t instances = schedule.getNumInstancesAttr().getInt();
+  int64_t instances = schedule.getNumInstances();
   for (Value v : getValues()) {
     auto type = asTensor(v.getType());
     if (type.getRank() < 2 || type.getDimSize(0) != instances)
@@ -119,6 +119,23 @@ LogicalResult YieldOp::verify() {
              << shapeString(type.getShape())
              << " but outputs stack one row per instance (" << instances << ")";
   }
+  return success();
+}
+
+LogicalResult ScheduleOp::verify() {
+  Block &body = getBody().front();
+  if (body.empty() || !isa<YieldOp>(body.back()))
+    return emitOpError("must end with 'dynb.yield'");
+  uint64_t launchOps = llvm::count_if(
+      body, [](Operation &op) { return !isa<GatherOp, YieldOp>(op); });
+  if (launchOps != getLaunches())
+    return emitOpError("says it has ")
+           << getLaunches() << " launches but its body has " << launchOps
+           << " (every op other than dynb.gather and dynb.yield is one)";
+  if (getLowerBound() > getLaunches() || getLaunches() > getNodes())
+    return emitOpError("counts must satisfy lower_bound <= launches <= "
+                       "nodes, got ")
+           << getLowerBound() << ", " << getLaunches() << ", " << getNodes();
   return success();
 }
 
@@ -593,6 +610,8 @@ OpFoldResult GatherOp::fold(FoldAdaptor) {
       return {};
   return getSources()[0];
 }
+
+#include "dynb/Dialect/DynbEnums.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "dynb/Dialect/DynbOps.cpp.inc"

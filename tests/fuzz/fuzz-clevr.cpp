@@ -58,8 +58,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (failed(pm.run(*module)))
     return 0;
   for (dynb::ScheduleOp s : module->getOps<dynb::ScheduleOp>())
-    FUZZ_ASSERT_INVARIANT(
-        s->getAttrOfType<IntegerAttr>("dynb.launches").getInt() >=
-        s->getAttrOfType<IntegerAttr>("dynb.lower_bound").getInt());
+    FUZZ_ASSERT_INVARIANT(s.getLaunches() >= s.getLowerBound());
   return 0;
 }

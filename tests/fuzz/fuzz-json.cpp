@@ -20,8 +20,8 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <cstddef>
-#include <optional>
 #include <cstdint>
+#include <optional>
 
 using namespace mlir;
 
@@ -58,9 +58,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         llvm::Expected<std::vector<dynb::rt::Plan>> plans =
             source->plan(dynb::BatchingStrategy::Agenda, counts);
         FUZZ_ASSERT_INVARIANT(bool(plans));
-        FUZZ_ASSERT_INVARIANT(source->numInstances() ==
-                              uint64_t(llvm::range_size(
-                                  module->getOps<dynb::InstanceOp>())));
+        FUZZ_ASSERT_INVARIANT(
+            source->numInstances() ==
+            uint64_t(llvm::range_size(module->getOps<dynb::InstanceOp>())));
         recordNodes = counts.nodes;
       }
     }
@@ -89,9 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // A schedule never launches fewer groups than its lower bound, and
   // without keep-instances no instance is left.
   for (dynb::ScheduleOp s : module->getOps<dynb::ScheduleOp>())
-    FUZZ_ASSERT_INVARIANT(
-        s->getAttrOfType<IntegerAttr>("dynb.launches").getInt() >=
-        s->getAttrOfType<IntegerAttr>("dynb.lower_bound").getInt());
+    FUZZ_ASSERT_INVARIANT(s.getLaunches() >= s.getLowerBound());
   FUZZ_ASSERT_INVARIANT(options.keepInstances ||
                         module->getOps<dynb::InstanceOp>().empty());
   return 0;

@@ -65,10 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (dynb::ScheduleOp s : module->getOps<dynb::ScheduleOp>()) {
     if (given.contains(s))
       continue;
-    auto launches = s->getAttrOfType<IntegerAttr>("dynb.launches");
-    auto bound = s->getAttrOfType<IntegerAttr>("dynb.lower_bound");
-    if (launches && bound)
-      FUZZ_ASSERT_INVARIANT(launches.getInt() >= bound.getInt());
+    FUZZ_ASSERT_INVARIANT(s.getLaunches() >= s.getLowerBound());
   }
   return 0;
 }

@@ -434,8 +434,8 @@ int runStats(Session &session) {
              sumN = 0;
     for (ScheduleOp s : (*batched)->getOps<ScheduleOp>()) {
       ++batches;
-      launches += s->getAttrOfType<IntegerAttr>("dynb.launches").getInt();
-      bound += s->getAttrOfType<IntegerAttr>("dynb.lower_bound").getInt();
+      launches += s.getLaunches();
+      bound += s.getLowerBound();
       for (Operation &op : s.getBody().front()) {
         if (isa<GatherOp, YieldOp>(op))
           continue;

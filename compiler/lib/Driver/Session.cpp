@@ -371,10 +371,9 @@ FailureOr<std::vector<rt::Plan>> Session::buildPlans(ModuleOp module,
     FailureOr<rt::Plan> plan = buildPlan(s, *kernels_, &result.plan);
     if (failed(plan))
       return failure();
-    result.nodes += s->getAttrOfType<IntegerAttr>("dynb.nodes").getInt();
-    result.launches += s->getAttrOfType<IntegerAttr>("dynb.launches").getInt();
-    result.lowerBound +=
-        s->getAttrOfType<IntegerAttr>("dynb.lower_bound").getInt();
+    result.nodes += s.getNodes();
+    result.launches += s.getLaunches();
+    result.lowerBound += s.getLowerBound();
     plans.push_back(std::move(*plan));
   }
   result.batches += plans.size();

@@ -11,6 +11,7 @@
 #define DYNB_LIB_ENGINE_ENGINEMODEL_H
 
 #include "dynb/Batching/BatchingGraph.h"
+#include "dynb/Batching/LaunchWalk.h"
 #include "dynb/Engine/Engine.h"
 #include "dynb/Lowering/LoweredSteps.h"
 #include "dynb/Lowering/PlanAssembler.h"
@@ -81,10 +82,7 @@ struct OpInfo {
 
 enum class NodeKind : uint8_t { Embedding, Call, Op };
 
-struct OperandRef {
-  uint32_t node;
-  uint32_t result;
-};
+using OperandRef = NodeResult;
 
 /// A node in a batch's arena.
 struct Node {
@@ -174,12 +172,6 @@ struct BatchData {
 
 uint64_t newBatchTag();
 
-/// Where a node's results live: row `row` of its group's launch.
-struct Placement {
-  uint32_t group;
-  uint32_t row;
-};
-
 struct AssembleOptions {
   /// Also compute launchLowerBound (the CLI reports it).
   bool lowerBound = false;
@@ -196,7 +188,7 @@ struct AssembledGraph {
   uint64_t launches = 0, lowerBound = 0;
   PlanStats planStats;
   double scheduleSeconds = 0, compileSeconds = 0, assembleSeconds = 0;
-  llvm::SmallVector<Placement, 0> placement;
+  llvm::SmallVector<LaunchRow, 0> placement;
   /// Results of group g: groupResults[groupStart[g] ...].
   llvm::SmallVector<rt::Region, 0> groupResults;
   llvm::SmallVector<uint32_t, 0> groupStart;

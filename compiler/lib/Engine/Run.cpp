@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "EngineModel.h"
+#include "dynb/Batching/LaunchWalk.h"
 #include "dynb/Lowering/PlanAssembler.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -51,6 +52,91 @@ llvm::Error compileNewOps(EngineModel &m, const BatchData &d,
   }
   return llvm::Error::success();
 }
+
+/// Assembles a plan's launches as LaunchWalk visits it: gathers for the
+/// stacked operands, then each group's lookup, dispatch or module launch.
+class PlanLauncher {
+public:
+  PlanLauncher(EngineModel &m, BatchData &d, PlanAssembler &assembler,
+               llvm::SmallVectorImpl<rt::Region> &groupResults,
+               llvm::SmallVectorImpl<uint32_t> &groupStart)
+      : m(m), d(d), assembler(assembler), groupResults(groupResults),
+        groupStart(groupStart) {}
+
+  void beginGroup(size_t, llvm::ArrayRef<NodeId> group) {
+    proto = d.nodes[group.front()];
+    args.clear();
+    groupStart.push_back(groupResults.size());
+  }
+  unsigned numOperands(NodeId n) const { return d.nodes[n]->numOperands; }
+  NodeResult operand(NodeId n, unsigned p) const {
+    return d.nodes[n]->operands[p];
+  }
+  void addOperand(const StackedRows &rows) {
+    OperandRef first = proto->operands[args.size()];
+    args.push_back(
+        stacked(rows, d.resultWidth(*d.nodes[first.node], first.result)));
+  }
+
+  /// The stacked rows as one batched value of `cols` columns.
+  AssembledValue stacked(const StackedRows &rows, int64_t cols) {
+    auto region = [&](LaunchResult r) {
+      return groupResults[groupStart[r.group] + r.result];
+    };
+    if (rows.identity)
+      return {region(rows.sources.front()), -1};
+    sources.clear();
+    for (LaunchResult r : rows.sources)
+      sources.push_back(region(r));
+    return assembler.gather(sources, rows.pairs, cols);
+  }
+
+  void launch(size_t, llvm::ArrayRef<NodeId> group) {
+    if (proto->kind == NodeKind::Embedding) {
+      indices.clear();
+      for (NodeId id : group)
+        indices.push_back(d.nodes[id]->row);
+      groupResults.push_back(assembler.lookup(
+          static_cast<const ParamInfo *>(proto->info)->name, indices));
+      return;
+    }
+    const auto *op = proto->kind == NodeKind::Op
+                         ? static_cast<const OpInfo *>(proto->info)
+                         : nullptr;
+    if (op && op->kind == OpKind::Dispatch) {
+      // As PlanBuilder emits a dynb.dispatch: one launch over the rows.
+      DispatchLaunch launch;
+      launch.x = args.front().region;
+      launch.gate = m.params[op->a].name;
+      if (op->noise >= 0) {
+        launch.noise = llvm::StringRef(m.params[op->noise].name);
+        launch.noiseSeed = op->noiseSeed;
+      }
+      launch.topK = op->topK;
+      launch.outCols = op->resultWidth;
+      groupResults.push_back(assembler.dispatch(launch, *op->lowered));
+      return;
+    }
+    const LoweredSteps *lowered =
+        op ? op->lowered
+           : static_cast<const ModuleInfo *>(proto->info)->lowered;
+    launched.clear();
+    assembler.launch(*lowered, group.size(), args, launched);
+    groupResults.append(launched.begin(), launched.end());
+  }
+
+private:
+  EngineModel &m;
+  BatchData &d;
+  PlanAssembler &assembler;
+  llvm::SmallVectorImpl<rt::Region> &groupResults;
+  llvm::SmallVectorImpl<uint32_t> &groupStart;
+  const Node *proto = nullptr;
+  llvm::SmallVector<AssembledValue, 4> args;
+  llvm::SmallVector<rt::Region, 8> sources;
+  llvm::SmallVector<rt::Region, 2> launched;
+  llvm::SmallVector<int64_t, 64> indices;
+};
 } // namespace
 
 llvm::Expected<Results> Engine::run(Batch &batch) {
@@ -116,96 +202,17 @@ llvm::Error detail::assembleGraph(EngineModel &m, BatchData &d,
       },
       out.planStats);
   size_t numGroups = plan.numGroups();
-  llvm::SmallVector<Placement, 0> &placement = out.placement;
-  placement.resize(d.nodes.size());
   // Results of group g: groupResults[groupStart[g] ...].
   llvm::SmallVector<rt::Region, 0> &groupResults = out.groupResults;
   llvm::SmallVector<uint32_t, 0> &groupStart = out.groupStart;
   groupStart.reserve(numGroups + 1);
   groupResults.reserve(numGroups * 2);
-
-  llvm::SmallVector<int64_t, 64> indices, pairs;
-  llvm::SmallVector<rt::Region, 8> sources;
-  llvm::SmallDenseMap<uint64_t, unsigned, 8> sourceIndex;
-  // The rows `refs` as one batched value, as the dynb-batch pass stacks
-  // them: every row of one launch's value in order is that value itself
-  // (no gather at all); anything else goes through PlanAssembler::gather.
-  auto stack = [&](llvm::ArrayRef<OperandRef> refs,
-                   int64_t cols) -> AssembledValue {
-    sources.clear();
-    sourceIndex.clear();
-    pairs.clear();
-    bool identity = true;
-    for (auto [i, ref] : llvm::enumerate(refs)) {
-      Placement at = placement[ref.node];
-      uint32_t slot = groupStart[at.group] + ref.result;
-      auto [it, inserted] = sourceIndex.try_emplace(slot, sources.size());
-      if (inserted)
-        sources.push_back(groupResults[slot]);
-      pairs.push_back(it->second);
-      pairs.push_back(at.row);
-      identity &= it->second == 0 && at.row == i;
-    }
-    if (identity && sources.size() == 1 &&
-        sources.front().rows == int64_t(refs.size()))
-      return {sources.front(), -1};
-    return assembler.gather(sources, pairs, cols);
-  };
-  llvm::SmallVector<OperandRef, 64> refs;
-  llvm::SmallVector<AssembledValue, 4> args;
-  llvm::SmallVector<rt::Region, 2> launched;
-  for (size_t g = 0; g < numGroups; ++g) {
-    llvm::ArrayRef<NodeId> group = plan.group(g);
-    const Node &proto = *d.nodes[group.front()];
-    int64_t n = group.size();
-    groupStart.push_back(groupResults.size());
-    if (proto.kind == NodeKind::Embedding) {
-      indices.clear();
-      for (NodeId id : group)
-        indices.push_back(d.nodes[id]->row);
-      groupResults.push_back(assembler.lookup(
-          static_cast<const ParamInfo *>(proto.info)->name, indices));
-    } else {
-      args.clear();
-      for (unsigned p = 0; p < proto.numOperands; ++p) {
-        refs.clear();
-        for (NodeId id : group)
-          refs.push_back(d.nodes[id]->operands[p]);
-        args.push_back(
-            stack(refs, d.resultWidth(*d.nodes[proto.operands[p].node],
-                                      proto.operands[p].result)));
-      }
-      const auto *op = proto.kind == NodeKind::Op
-                           ? static_cast<const OpInfo *>(proto.info)
-                           : nullptr;
-      if (op && op->kind == OpKind::Dispatch) {
-        // As PlanBuilder emits a dynb.dispatch: one launch over the rows.
-        DispatchLaunch launch;
-        launch.x = args.front().region;
-        launch.gate = m.params[op->a].name;
-        if (op->noise >= 0) {
-          launch.noise = llvm::StringRef(m.params[op->noise].name);
-          launch.noiseSeed = op->noiseSeed;
-        }
-        launch.topK = op->topK;
-        launch.outCols = op->resultWidth;
-        groupResults.push_back(assembler.dispatch(launch, *op->lowered));
-        for (auto [row, id] : llvm::enumerate(group))
-          placement[id] = {uint32_t(g), uint32_t(row)};
-        continue;
-      }
-      const LoweredSteps *lowered =
-          op ? op->lowered
-             : static_cast<const ModuleInfo *>(proto.info)->lowered;
-      launched.clear();
-      assembler.launch(*lowered, n, args, launched);
-      groupResults.append(launched.begin(), launched.end());
-    }
-    for (auto [row, id] : llvm::enumerate(group))
-      placement[id] = {uint32_t(g), uint32_t(row)};
-  }
+  LaunchWalk walk(plan, d.nodes.size());
+  PlanLauncher launcher(m, d, assembler, groupResults, groupStart);
+  walk.run(launcher);
   groupStart.push_back(groupResults.size());
 
+  llvm::SmallVector<OperandRef, 64> refs;
   if (options.stackOutputs) {
     // Output p of every instance, stacked in instance order (the CLI's
     // outputs; every instance has the same number of outputs).
@@ -216,18 +223,22 @@ llvm::Error detail::assembleGraph(EngineModel &m, BatchData &d,
         refs.push_back(wanted[ends[i] - perInstance + p]);
       const Node &first = *d.nodes[refs.front().node];
       assembler.addOutput(
-          stack(refs, d.resultWidth(first, refs.front().result)).region);
+          launcher
+              .stacked(walk.stack(refs),
+                       d.resultWidth(first, refs.front().result))
+              .region);
     }
   } else {
     // Outputs: the launches' own regions, kept live to the end of the plan;
     // the wanted rows are copied out after the run.
     llvm::DenseMap<uint32_t, bool> isOutput;
     for (OperandRef ref : wanted) {
-      uint32_t slot = groupStart[placement[ref.node].group] + ref.result;
+      uint32_t slot = groupStart[walk.placement(ref.node).group] + ref.result;
       if (isOutput.try_emplace(slot, true).second)
         assembler.addOutput(groupResults[slot]);
     }
   }
+  out.placement = walk.takePlacement();
   out.plan = assembler.finish();
   out.assembleSeconds = since(t0);
   return llvm::Error::success();
@@ -276,7 +287,7 @@ llvm::Error detail::runGraph(EngineModel &m, BatchData &d,
   for (uint32_t end : ends) {
     for (; next < end; ++next) {
       OperandRef ref = wanted[next];
-      Placement at = assembled.placement[ref.node];
+      LaunchRow at = assembled.placement[ref.node];
       const rt::Region &r =
           assembled.groupResults[assembled.groupStart[at.group] + ref.result];
       const float *row =

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dynb/Analysis/Signature.h"
+#include "dynb/Batching/LaunchWalk.h"
 #include "dynb/Batching/Scheduler.h"
 #include "dynb/Dialect/DynbOps.h"
 #include "dynb/Transforms/Passes.h"
@@ -14,7 +15,6 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/MapVector.h"
 
 namespace dynb {
 #define GEN_PASS_DEF_BATCHINSTANCES
@@ -33,45 +33,101 @@ RankedTensorType withBatch(Type perInstance, int64_t n) {
   return RankedTensorType::get(shape, t.getElementType());
 }
 
-/// Where a node's results live once its group has launched.
-struct Placement {
-  Operation *launch = nullptr; // the batched op
-  int64_t row = 0;
-};
+/// Emits a schedule's launches as LaunchWalk visits the plan: gathers for
+/// the stacked operands, then the batched op of each group.
+/// The schedule's strategy attribute; the dialect's enum mirrors the batching
+/// library's, which has no MLIR.
+ScheduleStrategy toScheduleStrategy(BatchingStrategy s) {
+  switch (s) {
+  case BatchingStrategy::None:
+    return ScheduleStrategy::none;
+  case BatchingStrategy::Depth:
+    return ScheduleStrategy::depth;
+  case BatchingStrategy::Agenda:
+    return ScheduleStrategy::agenda;
+  }
+  llvm_unreachable("unknown batching strategy");
+}
 
 class ScheduleEmitter {
 public:
-  ScheduleEmitter(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+  ScheduleEmitter(OpBuilder &b, ArrayRef<Operation *> nodes,
+                  const DenseMap<Operation *, NodeId> &nodeOf, size_t numGroups)
+      : b(b), nodes(nodes), nodeOf(nodeOf), launches(numGroups) {}
 
-  /// Stacks the given (batched value, row) pairs; folds to the value itself
-  /// when it takes every row of one value in order.
-  Value gather(ArrayRef<std::pair<Value, int64_t>> rows, Type perInstance) {
-    llvm::MapVector<Value, int64_t> sources;
-    SmallVector<int64_t> pairs;
-    pairs.reserve(rows.size() * 2);
-    for (auto [v, r] : rows) {
-      auto it = sources.insert({v, sources.size()}).first;
-      pairs.push_back(it->second);
-      pairs.push_back(r);
-    }
-    Value only = sources.front().first;
-    if (sources.size() == 1 &&
-        only.getType() == withBatch(perInstance, rows.size())) {
-      bool identity = true;
-      for (auto [i, vr] : llvm::enumerate(rows))
-        identity &= vr.second == static_cast<int64_t>(i);
-      if (identity)
-        return only;
-    }
-    SmallVector<Value> srcs;
-    for (auto &kv : sources)
-      srcs.push_back(kv.first);
-    return b.create<GatherOp>(loc, withBatch(perInstance, rows.size()), srcs,
-                              b.getDenseI64ArrayAttr(pairs));
+  unsigned numOperands(NodeId n) { return nodes[n]->getNumOperands(); }
+  NodeResult operand(NodeId n, unsigned p) {
+    return resultOf(nodes[n]->getOperand(p));
+  }
+  NodeResult resultOf(Value perInstance) const {
+    auto res = cast<OpResult>(perInstance);
+    return {nodeOf.lookup(res.getOwner()), res.getResultNumber()};
   }
 
+  void addOperand(const StackedRows &rows) {
+    Operation *proto = nodes[group.front()];
+    operands.push_back(stacked(
+        rows, proto->getOperand(operands.size()).getType(), proto->getLoc()));
+  }
+
+  /// The stacked rows as a batched value of per-instance type
+  /// `perInstance`.
+  Value stacked(const StackedRows &rows, Type perInstance, Location loc) {
+    auto source = [&](LaunchResult r) {
+      return launches[r.group]->getResult(r.result);
+    };
+    if (rows.identity)
+      return source(rows.sources.front());
+    SmallVector<Value> srcs;
+    for (LaunchResult r : rows.sources)
+      srcs.push_back(source(r));
+    return b.create<GatherOp>(loc,
+                              withBatch(perInstance, rows.pairs.size() / 2),
+                              srcs, b.getDenseI64ArrayAttr(rows.pairs));
+  }
+
+  void beginGroup(size_t, ArrayRef<NodeId> members) {
+    group = members;
+    operands.clear();
+  }
+
+  void launch(size_t g, ArrayRef<NodeId> members) {
+    Operation *proto = nodes[members.front()];
+    int64_t n = members.size();
+    SmallVector<Type> resultTypes;
+    for (Type t : proto->getResultTypes())
+      resultTypes.push_back(withBatch(t, n));
+
+    Operation *launch;
+    if (auto emb = dyn_cast<EmbeddingOp>(proto)) {
+      SmallVector<int64_t> indices;
+      for (NodeId id : members)
+        indices.push_back(cast<EmbeddingOp>(nodes[id]).getIndexAttr().getInt());
+      launch = b.create<LookupOp>(proto->getLoc(), resultTypes.front(),
+                                  emb.getTableAttr(),
+                                  b.getDenseI64ArrayAttr(indices));
+    } else if (auto call = dyn_cast<CallOp>(proto)) {
+      launch = b.create<BatchedCallOp>(proto->getLoc(), resultTypes,
+                                       call.getCalleeAttr(), operands);
+    } else {
+      // Per-instance ops work on the last dimension, so the batched form is
+      // the same op on values with a leading batch dimension.
+      OperationState state(proto->getLoc(), proto->getName());
+      state.addOperands(operands);
+      state.addAttributes(proto->getAttrs());
+      state.addTypes(resultTypes);
+      launch = b.create(state);
+    }
+    launches[g] = launch;
+  }
+
+private:
   OpBuilder &b;
-  Location loc;
+  ArrayRef<Operation *> nodes;
+  const DenseMap<Operation *, NodeId> &nodeOf;
+  SmallVector<Operation *, 0> launches;
+  ArrayRef<NodeId> group;
+  SmallVector<Value> operands;
 };
 
 struct BatchInstancesPass
@@ -144,7 +200,6 @@ void BatchInstancesPass::runOnOperation() {
 void BatchInstancesPass::emitSchedule(MutableArrayRef<InstanceOp> chunk,
                                       int64_t firstInstance,
                                       BatchingStrategy strat) {
-  MLIRContext *ctx = &getContext();
   // 1. The node graph: every op of every instance, in program order.
   BatchingGraph graph;
   SignatureTable signatures;
@@ -171,80 +226,28 @@ void BatchInstancesPass::emitSchedule(MutableArrayRef<InstanceOp> chunk,
   // 3. The schedule.
   OpBuilder b(chunk.front());
   Location loc = chunk.front().getLoc();
-  auto schedule = b.create<ScheduleOp>(loc, b.getStringAttr(toString(strat)),
-                                       b.getI64IntegerAttr(firstInstance),
-                                       b.getI64IntegerAttr(chunk.size()));
+  auto schedule = b.create<ScheduleOp>(
+      loc, toScheduleStrategy(strat), firstInstance, chunk.size(),
+      plan.numGroups(), lowerBound, nodes.size());
   Block *body = b.createBlock(&schedule.getBody());
   b.setInsertionPointToStart(body);
-  ScheduleEmitter emitter(b, loc);
-
-  SmallVector<Placement, 0> placement(nodes.size());
-  auto batchedValue = [&](Value perInstance) -> std::pair<Value, int64_t> {
-    auto res = cast<OpResult>(perInstance);
-    Placement &p = placement[nodeOf.lookup(res.getOwner())];
-    return {p.launch->getResult(res.getResultNumber()), p.row};
-  };
-
-  SmallVector<std::pair<Value, int64_t>> rows;
-  for (size_t g = 0, e = plan.numGroups(); g < e; ++g) {
-    ArrayRef<NodeId> group = plan.group(g);
-    Operation *proto = nodes[group.front()];
-    int64_t n = group.size();
-    emitter.loc = proto->getLoc();
-    SmallVector<Value> operands;
-    for (unsigned p = 0; p < proto->getNumOperands(); ++p) {
-      rows.clear();
-      for (NodeId id : group)
-        rows.push_back(batchedValue(nodes[id]->getOperand(p)));
-      operands.push_back(emitter.gather(rows, proto->getOperand(p).getType()));
-    }
-    SmallVector<Type> resultTypes;
-    for (Type t : proto->getResultTypes())
-      resultTypes.push_back(withBatch(t, n));
-
-    Operation *launch;
-    if (auto emb = dyn_cast<EmbeddingOp>(proto)) {
-      SmallVector<int64_t> indices;
-      for (NodeId id : group)
-        indices.push_back(cast<EmbeddingOp>(nodes[id]).getIndexAttr().getInt());
-      launch = b.create<LookupOp>(proto->getLoc(), resultTypes.front(),
-                                  emb.getTableAttr(),
-                                  b.getDenseI64ArrayAttr(indices));
-    } else if (auto call = dyn_cast<CallOp>(proto)) {
-      launch = b.create<BatchedCallOp>(proto->getLoc(), resultTypes,
-                                       call.getCalleeAttr(), operands);
-    } else {
-      // Per-instance ops work on the last dimension, so the batched form is
-      // the same op on values with a leading batch dimension.
-      OperationState state(proto->getLoc(), proto->getName());
-      state.addOperands(operands);
-      state.addAttributes(proto->getAttrs());
-      state.addTypes(resultTypes);
-      launch = b.create(state);
-    }
-    for (auto [row, id] : llvm::enumerate(group))
-      placement[id] = {launch, static_cast<int64_t>(row)};
-  }
+  ScheduleEmitter emitter(b, nodes, nodeOf, plan.numGroups());
+  LaunchWalk walk(plan, nodes.size());
+  walk.run(emitter);
 
   // 4. The outputs, stacked in instance order.
-  auto firstOutputs =
-      cast<OutputOp>(chunk.front().getBody().front().back()).getValues();
+  auto outputsOf = [](InstanceOp inst) {
+    return cast<OutputOp>(inst.getBody().front().back()).getValues();
+  };
   SmallVector<Value> yielded;
-  emitter.loc = loc;
-  for (unsigned p = 0; p < firstOutputs.size(); ++p) {
+  SmallVector<NodeResult> rows;
+  for (auto [p, first] : llvm::enumerate(outputsOf(chunk.front()))) {
     rows.clear();
-    for (InstanceOp inst : chunk) {
-      Value out = cast<OutputOp>(inst.getBody().front().back()).getValues()[p];
-      rows.push_back(batchedValue(out));
-    }
-    yielded.push_back(emitter.gather(rows, firstOutputs[p].getType()));
+    for (InstanceOp inst : chunk)
+      rows.push_back(emitter.resultOf(outputsOf(inst)[p]));
+    yielded.push_back(emitter.stacked(walk.stack(rows), first.getType(), loc));
   }
   b.create<YieldOp>(loc, yielded);
-
-  schedule->setAttr("dynb.launches", b.getI64IntegerAttr(plan.numGroups()));
-  schedule->setAttr("dynb.lower_bound", b.getI64IntegerAttr(lowerBound));
-  schedule->setAttr("dynb.nodes", b.getI64IntegerAttr(nodes.size()));
-  (void)ctx;
 
   if (!keepInstances)
     for (InstanceOp inst : chunk)

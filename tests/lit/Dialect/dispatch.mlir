@@ -36,7 +36,7 @@ dynb.instance {
 
 // The batched form: the same op on a leading batch dimension.
 // CHECK-LABEL: dynb.schedule
-dynb.schedule attributes {first_instance = 0 : i64, num_instances = 2 : i64, strategy = "depth"} {
+dynb.schedule depth first_instance 0 num_instances 2 launches 2 lower_bound 2 nodes 4 {
   %x = dynb.lookup @X [0, 1] : tensor<2x4xf32>
   // CHECK: dynb.dispatch %{{.*}} gate @W_gate experts @ffn top 1 : tensor<2x4xf32> -> tensor<2x6xf32>
   %y = dynb.dispatch %x gate @W_gate experts @ffn top 1 : tensor<2x4xf32> -> tensor<2x6xf32>

@@ -81,7 +81,7 @@ dynb.instance {
 func.func @cell(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }
-dynb.schedule attributes {first_instance = 0 : i64, num_instances = 2 : i64, strategy = "depth"} {
+dynb.schedule depth first_instance 0 num_instances 2 launches 2 lower_bound 1 nodes 2 {
   %x = "test.source"() : () -> tensor<2x4xf32>
   // expected-error @+1 {{result 0 is [3, 4] but module @cell returns [2, 4]}}
   %h = dynb.batched_call @cell(%x) : (tensor<2x4xf32>) -> tensor<3x4xf32>
@@ -90,7 +90,7 @@ dynb.schedule attributes {first_instance = 0 : i64, num_instances = 2 : i64, str
 
 // -----
 
-dynb.schedule attributes {first_instance = 0 : i64, num_instances = 2 : i64, strategy = "depth"} {
+dynb.schedule depth first_instance 0 num_instances 2 launches 1 lower_bound 1 nodes 2 {
   %x = "test.source"() : () -> tensor<2x4xf32>
   // expected-error @+1 {{row 1 reads row 2 of source 0, which has 2}}
   %g = dynb.gather %x rows [0, 0, 0, 2] : (tensor<2x4xf32>) -> tensor<2x4xf32>
@@ -99,9 +99,50 @@ dynb.schedule attributes {first_instance = 0 : i64, num_instances = 2 : i64, str
 
 // -----
 
-dynb.schedule attributes {first_instance = 0 : i64, num_instances = 3 : i64, strategy = "depth"} {
+dynb.schedule depth first_instance 0 num_instances 3 launches 1 lower_bound 1 nodes 3 {
   %x = "test.source"() : () -> tensor<2x4xf32>
   // expected-error @+1 {{yields [2, 4] but outputs stack one row per instance (3)}}
+  dynb.yield %x : tensor<2x4xf32>
+}
+
+// -----
+
+// The counts a schedule declares are checked against its body.
+// expected-error @+1 {{says it has 3 launches but its body has 1 (every op other than dynb.gather and dynb.yield is one)}}
+dynb.schedule depth first_instance 0 num_instances 2 launches 3 lower_bound 1 nodes 4 {
+  %x = "test.source"() : () -> tensor<2x4xf32>
+  %g = dynb.gather %x rows [0, 1, 0, 0] : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  dynb.yield %g : tensor<2x4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{counts must satisfy lower_bound <= launches <= nodes, got 2, 1, 2}}
+dynb.schedule depth first_instance 0 num_instances 2 launches 1 lower_bound 2 nodes 2 {
+  %x = "test.source"() : () -> tensor<2x4xf32>
+  dynb.yield %x : tensor<2x4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{counts must satisfy lower_bound <= launches <= nodes, got 1, 1, 0}}
+dynb.schedule depth first_instance 0 num_instances 2 launches 1 lower_bound 1 nodes 0 {
+  %x = "test.source"() : () -> tensor<2x4xf32>
+  dynb.yield %x : tensor<2x4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'dynb.schedule' op must end with 'dynb.yield'}}
+dynb.schedule depth first_instance 0 num_instances 2 launches 1 lower_bound 1 nodes 2 {
+  "test.source"() : () -> tensor<2x4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{enum values for attribute 'strategy' [none, depth, agenda]}}
+dynb.schedule greedy first_instance 0 num_instances 2 launches 1 lower_bound 1 nodes 2 {
+  %x = "test.source"() : () -> tensor<2x4xf32>
   dynb.yield %x : tensor<2x4xf32>
 }
 

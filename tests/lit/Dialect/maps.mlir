@@ -56,7 +56,7 @@ dynb.instance {
 
 // A batched lookup of maps keeps the map dimensions.
 // CHECK: dynb.schedule
-dynb.schedule attributes {first_instance = 0 : i64, num_instances = 2 : i64, strategy = "depth"} {
+dynb.schedule depth first_instance 0 num_instances 2 launches 3 lower_bound 3 nodes 6 {
   // CHECK: dynb.lookup @feats [0, 1] : tensor<2x8x6x6xf32>
   %m = dynb.lookup @feats [0, 1] : tensor<2x8x6x6xf32>
   // CHECK: dynb.conv2d %{{.*}} weight @c1 bias @c1b padding 1 : tensor<2x8x6x6xf32> -> tensor<2x4x6x6xf32>

@@ -40,8 +40,8 @@ dynb.instance {
   dynb.output %h : tensor<4xf32>
 }
 
-// CHECK: dynb.schedule attributes {first_instance = 0 : i64, num_instances = 2 : i64, strategy = "depth"}
-dynb.schedule attributes {first_instance = 0 : i64, num_instances = 2 : i64, strategy = "depth"} {
+// CHECK: dynb.schedule depth first_instance 0 num_instances 2 launches 3 lower_bound 3 nodes 6 {
+dynb.schedule depth first_instance 0 num_instances 2 launches 3 lower_bound 3 nodes 6 {
   // CHECK: dynb.lookup @E [1, 2] : tensor<2x4xf32>
   %x = dynb.lookup @E [1, 2] : tensor<2x4xf32>
   // CHECK: dynb.batched_call @cell

@@ -28,13 +28,11 @@ dynb.instance {
   dynb.output %y : tensor<4xf32>
 }
 
-// DEPTH-LABEL: dynb.schedule
-// DEPTH-SAME: dynb.launches = 2 : i64, dynb.lower_bound = 2 : i64, dynb.nodes = 6 : i64
+// DEPTH-LABEL: dynb.schedule depth first_instance 0 num_instances 3 launches 2 lower_bound 2 nodes 6 {
 // DEPTH: %[[X:.*]] = dynb.lookup @X [0, 1, 2] : tensor<3x4xf32>
 // DEPTH: %[[Y:.*]] = dynb.dispatch %[[X]] gate @G experts @ffn top 2 : tensor<3x4xf32> -> tensor<3x4xf32>
 // DEPTH: dynb.yield %[[Y]] : tensor<3x4xf32>
 
-// NONE-LABEL: dynb.schedule
-// NONE-SAME: dynb.launches = 6 : i64
+// NONE-LABEL: dynb.schedule none first_instance 0 num_instances 3 launches 6 lower_bound 2 nodes 6 {
 // NONE-COUNT-3: dynb.dispatch %{{.*}} gate @G experts @ffn top 2 : tensor<1x4xf32> -> tensor<1x4xf32>
 // NONE: dynb.yield

@@ -43,9 +43,7 @@ dynb.instance {
 
 // Depth: every embedding, then every leaf, then the nodes at depth 2
 // (a b) and (d e) together, then ((a b) c) alone.
-// DEPTH-LABEL: dynb.schedule
-// DEPTH-SAME: dynb.launches = 4 : i64, dynb.lower_bound = 4 : i64, dynb.nodes = 13 : i64
-// DEPTH-SAME: num_instances = 2 : i64, strategy = "depth"
+// DEPTH-LABEL: dynb.schedule depth first_instance 0 num_instances 2 launches 4 lower_bound 4 nodes 13 {
 // DEPTH: %[[X:.*]] = dynb.lookup @E [1, 2, 3, 4, 5] : tensor<5x4xf32>
 // DEPTH: %[[L:.*]] = dynb.batched_call @leaf(%[[X]]) : (tensor<5x4xf32>) -> tensor<5x4xf32>
 // DEPTH: %[[A:.*]] = dynb.gather %[[L]] rows [0, 0, 0, 3] : (tensor<5x4xf32>) -> tensor<2x4xf32>
@@ -58,20 +56,16 @@ dynb.instance {
 // DEPTH: dynb.yield %[[OUT]] : tensor<2x4xf32>
 // DEPTH-NOT: dynb.instance
 
-// AGENDA-LABEL: dynb.schedule
-// AGENDA-SAME: dynb.launches = 4 : i64, dynb.lower_bound = 4 : i64
+// AGENDA-LABEL: dynb.schedule agenda first_instance 0 num_instances 2 launches 4 lower_bound 4 nodes 13 {
 // AGENDA: dynb.lookup @E [1, 2, 3, 4, 5]
 // AGENDA: dynb.batched_call @leaf
 // AGENDA-COUNT-2: dynb.batched_call @node
 // AGENDA: dynb.yield
 
 // None: one launch a node, 13 in all.
-// NONE-LABEL: dynb.schedule
-// NONE-SAME: dynb.launches = 13 : i64, dynb.lower_bound = 4 : i64
+// NONE-LABEL: dynb.schedule none first_instance 0 num_instances 2 launches 13 lower_bound 4 nodes 13 {
 // NONE-COUNT-5: dynb.lookup @E [{{[0-9]}}] : tensor<1x4xf32>
 
 // One schedule an instance with batch-size=1.
-// CHUNK-LABEL: dynb.schedule
-// CHUNK-SAME: first_instance = 0 : i64, num_instances = 1 : i64
-// CHUNK-LABEL: dynb.schedule
-// CHUNK-SAME: first_instance = 1 : i64, num_instances = 1 : i64
+// CHUNK-LABEL: dynb.schedule depth first_instance 0 num_instances 1 launches
+// CHUNK-LABEL: dynb.schedule depth first_instance 1 num_instances 1 launches

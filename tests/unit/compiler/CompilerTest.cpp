@@ -345,11 +345,8 @@ TEST_F(TreeSession, DepthReachesTheBalancedTreeBound) {
     auto batched = s.batch(BatchingStrategy::Depth, 0);
     ASSERT_TRUE(mlir::succeeded(batched));
     auto sched = *(*batched)->getOps<ScheduleOp>().begin();
-    EXPECT_EQ(sched->getAttrOfType<mlir::IntegerAttr>("dynb.launches").getInt(),
-              k + 2);
-    EXPECT_EQ(
-        sched->getAttrOfType<mlir::IntegerAttr>("dynb.lower_bound").getInt(),
-        k + 2);
+    EXPECT_EQ(sched.getLaunches(), uint64_t(k + 2));
+    EXPECT_EQ(sched.getLowerBound(), uint64_t(k + 2));
     llvm::sys::fs::remove(p);
   }
 }

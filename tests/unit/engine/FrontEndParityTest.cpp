@@ -145,7 +145,7 @@ std::vector<std::string> mlirPlans(const std::string &path,
     EXPECT_TRUE(succeeded(plan));
     if (succeeded(plan))
       out.push_back(describe(*plan));
-    launches += s->getAttrOfType<mlir::IntegerAttr>("dynb.launches").getInt();
+    launches += s.getLaunches();
   }
   return out;
 }

@@ -13,8 +13,9 @@ def BatchInstances : Pass<"dynb-batch", "mlir::ModuleOp"> {
     than per-instance data such as an embedding's row, operand and result
     types); the batching algorithm (dynb/Batching/Scheduler.h) groups nodes
     of equal signature, and each group becomes one launch fed by
-    `dynb.gather` ops. The schedule records the launches and the lower bound
-    on launches as `dynb.launches` and `dynb.lower_bound`.
+    `dynb.gather` ops. The schedule records its strategy, the number of
+    launches, the lower bound on launches and the number of nodes it merged
+    (`launches`, `lower_bound`, `nodes`; checked by the op's verifier).
   }];
   let options = [
     Option<"strategy", "strategy", "std::string", /*default=*/"\"agenda\"",

@@ -12,6 +12,8 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "dynb/Dialect/DynbEnums.h.inc"
+
 #define GET_OP_CLASSES
 #include "dynb/Dialect/DynbOps.h.inc"
 

@@ -3,6 +3,7 @@
 #define DYNB_OPS_TD
 
 include "dynb/Dialect/DynbDialect.td"
+include "dynb/Dialect/DynbEnums.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/RegionKindInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -312,23 +313,38 @@ def Dynb_ScheduleOp : Dynb_Op<"schedule", [IsolatedFromAbove, SingleBlock]> {
   let summary = "a batch's launches, in order";
   let description = [{
     Produced by `dynb-batch` from the instances `first_instance` ..
-    `first_instance + num_instances - 1`. Each op other than `dynb.gather`
-    and `dynb.yield` is one launch; values carry a leading batch dimension.
-    `dynb.yield` returns, per output position, the instances' outputs
-    stacked in instance order.
+    `first_instance + num_instances - 1` with the batching `strategy`. Each
+    op other than `dynb.gather` and `dynb.yield` is one launch; values carry
+    a leading batch dimension. `dynb.yield` returns, per output position,
+    the instances' outputs stacked in instance order.
+
+    The counts say how well the batching did: `launches` (the launch ops of
+    the body), `nodes` (the per-instance ops they cover) and `lower_bound`,
+    a number of launches no strategy can beat (for each signature, the most
+    nodes of it on one dependency path, summed; dynb/Batching/Scheduler.h).
+    The verifier holds them to `lower_bound <= launches <= nodes`.
 
     ```mlir
-    dynb.schedule attributes {first_instance = 0 : i64, num_instances = 2 : i64, strategy = "depth"} {
+    dynb.schedule depth first_instance 0 num_instances 2 launches 2 lower_bound 2 nodes 4 {
       %x = dynb.lookup @E [3, 5] : tensor<2x16xf32>
       %h, %c = dynb.batched_call @leaf(%x) : (tensor<2x16xf32>) -> (tensor<2x16xf32>, tensor<2x16xf32>)
       dynb.yield %h : tensor<2x16xf32>
     }
     ```
   }];
-  let arguments = (ins StrAttr:$strategy, I64Attr:$first_instance,
-                   I64Attr:$num_instances);
+  let arguments = (ins Dynb_ScheduleStrategy:$strategy,
+                   ConfinedAttr<I64Attr, [IntNonNegative]>:$first_instance,
+                   ConfinedAttr<I64Attr, [IntPositive]>:$num_instances,
+                   ConfinedAttr<I64Attr, [IntNonNegative]>:$launches,
+                   ConfinedAttr<I64Attr, [IntNonNegative]>:$lower_bound,
+                   ConfinedAttr<I64Attr, [IntNonNegative]>:$nodes);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "attr-dict-with-keyword $body";
+  let assemblyFormat = [{
+    $strategy `first_instance` $first_instance `num_instances` $num_instances
+    `launches` $launches `lower_bound` $lower_bound `nodes` $nodes
+    attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
 }
 
 def Dynb_YieldOp : Dynb_Op<"yield", [Pure, Terminator, HasParent<"ScheduleOp">]> {
