@@ -80,8 +80,7 @@ struct LowerLaunchesPass
         }
         // The name KernelCache::lowerOnly gives a batched op when nothing
         // is compiled yet, as in `dynbc compile`.
-        std::string wrapper =
-            "op_" + op.getName().stripDialect().str() + "_0";
+        std::string wrapper = "op_" + op.getName().stripDialect().str() + "_0";
         auto launch = lowerLaunch(target, wrapper);
         if (failed(launch))
           return signalPassFailure();
