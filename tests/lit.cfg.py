@@ -25,6 +25,22 @@ if os.access(ptxas, os.X_OK):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
 
+# mlir-translate and opt turn dynb-opt's LLVM dialect into the optimised IR
+# of `dynbc compile --emit=llvm` (O3 for this machine's triple and CPU, as
+# the JIT's makeOptimizingTransformer does); tests of that say
+# REQUIRES: llvm-opt.
+llvm_config = os.path.join(config.llvm_tools_dir, "llvm-config")
+llvm_opt = os.path.join(config.llvm_tools_dir, "opt")
+mlir_translate = os.path.join(config.llvm_tools_dir, "mlir-translate")
+if all(os.access(t, os.X_OK) for t in (llvm_config, llvm_opt, mlir_translate)):
+    import subprocess
+    host = subprocess.run([llvm_config, "--host-target"], capture_output=True,
+                          text=True).stdout.strip()
+    if host:
+        config.available_features.add("llvm-opt")
+        config.substitutions.append(("%mlir_to_llvmir", mlir_translate + " --mlir-to-llvmir"))
+        config.substitutions.append(("%opt_o3", llvm_opt + " -O3 -S -mtriple=" + host + " -mcpu=native"))
+
 # A stand-in CUDA driver library with no device (tests/unit/runtime
 # FakeCudaDriver.cpp), for the paths of --device=cuda a machine without a
 # GPU never takes.

@@ -1,5 +1,6 @@
 //===- dynb-opt.cpp - mlir-opt with the dynb dialect and passes -----------===//
 #include "dynb/Transforms/Passes.h"
+#include "dynb/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -21,7 +22,11 @@ int main(int argc, char **argv) {
                   mlir::gpu::GPUDialect, mlir::LLVM::LLVMDialect,
                   mlir::math::MathDialect, mlir::memref::MemRefDialect,
                   mlir::scf::SCFDialect>();
+  // What the lowering pipelines read and write (dynb-lower-launches and
+  // after: linalg, gpu, NVVM), so that each stage's output parses again.
+  dynb::registerPipelineDialects(registry);
   dynb::registerDynbPasses();
+  dynb::registerDynbPipelines();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "dynb optimizer driver\n", registry));
 }

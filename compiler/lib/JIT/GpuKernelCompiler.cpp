@@ -1,28 +1,12 @@
 //===- GpuKernelCompiler.cpp - Kernels to gpu.launch, NVVM and PTX --------===//
 #include "dynb/JIT/GpuKernelCompiler.h"
-#include "dynb/JIT/KernelCompiler.h"
 #include "dynb/Lowering/ModuleLowering.h"
-#include "dynb/Transforms/Passes.h"
+#include "dynb/Transforms/Pipelines.h"
 
-#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
-#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
-#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
-#include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
-#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
-#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
-#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
-#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
-#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/Linalg/Passes.h"
-#include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
@@ -31,8 +15,6 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
-#include "mlir/Transforms/DialectConversion.h"
-#include "mlir/Transforms/Passes.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -41,55 +23,12 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 
-namespace dynb {
-#define GEN_PASS_DEF_GPUMODULETONVVM
-#include "dynb/Transforms/Passes.h.inc"
-} // namespace dynb
-
 using namespace mlir;
 using namespace dynb;
 
 static constexpr llvm::StringLiteral kNvptxTriple = "nvptx64-nvidia-cuda";
 
 namespace {
-
-/// gpu.module contents to the LLVM and NVVM dialects (see Passes.td: the
-/// polynomial expansions need only floor, fabs and fma, which are single PTX
-/// instructions, so those intrinsics stay legal and no libdevice is linked).
-/// In this file rather than its own: one MLIR translation unit fewer to
-/// build on a 2-core machine.
-struct GpuModuleToNVVMPass
-    : public dynb::impl::GpuModuleToNVVMBase<GpuModuleToNVVMPass> {
-  void runOnOperation() override {
-    // The NVVM patterns would turn a math op into a libdevice call, which
-    // the PTX could not resolve: refuse it here, at the op.
-    WalkResult math = getOperation().walk([](Operation *op) {
-      if (!isa<math::MathDialect>(op->getDialect()))
-        return WalkResult::advance();
-      op->emitError("'")
-          << op->getName()
-          << "' would need libdevice on the GPU: expand it (dynb-expand-math) "
-             "or lower it to LLVM intrinsics (convert-math-to-llvm) first";
-      return WalkResult::interrupt();
-    });
-    if (math.wasInterrupted())
-      return signalPassFailure();
-    MLIRContext *ctx = &getContext();
-    LowerToLLVMOptions options(ctx);
-    LLVMTypeConverter converter(ctx, options);
-    RewritePatternSet patterns(ctx);
-    arith::populateArithToLLVMConversionPatterns(converter, patterns);
-    cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
-    populateFinalizeMemRefToLLVMConversionPatterns(converter, patterns);
-    populateGpuToNVVMConversionPatterns(converter, patterns);
-    LLVMConversionTarget target(*ctx);
-    configureGpuToNVVMConversionLegality(target);
-    target.addLegalOp<LLVM::FFloorOp, LLVM::FAbsOp, LLVM::FMAOp>();
-    if (failed(applyPartialConversion(getOperation(), target,
-                                      std::move(patterns))))
-      signalPassFailure();
-  }
-};
 
 void initializeNvptxTarget() {
   static bool done = [] {
@@ -118,16 +57,9 @@ LogicalResult dynb::mapKernelsToGpu(ModuleOp kernels, const GpuTarget &target) {
   loadLoweringDialects(*ctx);
   ctx->loadDialect<gpu::GPUDialect, scf::SCFDialect>();
   PassManager pm(ctx);
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
-  pm.addPass(createExpandMathPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addNestedPass<func::FuncOp>(createMapParallelLoopsToGpu(
-      MapParallelLoopsToGpuOptions{target.blockSize}));
-  // Constants and memref.dim move into the launch body, so the outlined
-  // kernel's arguments are the memrefs alone (the ABI in the header).
-  pm.addPass(createGpuLauchSinkIndexComputationsPass());
-  pm.addPass(createGpuKernelOutliningPass());
-  pm.addPass(createCanonicalizerPass());
+  KernelsToGpuOptions options;
+  options.blockSize = target.blockSize;
+  buildKernelsToGpuPipeline(pm, options);
   if (failed(pm.run(kernels)))
     return failure();
   // The ABI holds (every kernel argument a memref of the kernel function).
@@ -165,11 +97,7 @@ LogicalResult dynb::lowerGpuModulesToNVVM(ModuleOp kernels) {
   MLIRContext *ctx = kernels.getContext();
   ctx->loadDialect<LLVM::LLVMDialect, NVVM::NVVMDialect>();
   PassManager pm(ctx);
-  OpPassManager &gpuPm = pm.nest<gpu::GPUModuleOp>();
-  gpuPm.addPass(createConvertSCFToCFPass());
-  gpuPm.addPass(createConvertMathToLLVMPass());
-  gpuPm.addPass(createGpuModuleToNVVM());
-  gpuPm.addPass(createReconcileUnrealizedCastsPass());
+  buildGpuToNVVMPipeline(pm);
   return pm.run(kernels);
 }
 

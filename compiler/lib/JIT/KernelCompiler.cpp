@@ -1,27 +1,14 @@
 //===- KernelCompiler.cpp - The lowering pipeline and the ORC JIT ---------===//
 #include "dynb/JIT/KernelCompiler.h"
+#include "dynb/Transforms/Passes.h"
+#include "dynb/Transforms/Pipelines.h"
 
-#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
-#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
-#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
-#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
-#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
-#include "mlir/Conversion/MathToLibm/MathToLibm.h"
-#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
-#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
-#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Linalg/Passes.h"
-#include "mlir/Dialect/Math/Transforms/Passes.h"
-#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
-#include "mlir/Transforms/Passes.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/TargetSelect.h"
@@ -32,20 +19,6 @@ using namespace mlir;
 using namespace dynb;
 
 namespace {
-
-/// Expands tanh and exp into polynomials over arith ops.
-struct ExpandMathPass
-    : public PassWrapper<ExpandMathPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExpandMathPass)
-  StringRef getArgument() const final { return "dynb-expand-math"; }
-  void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(patterns);
-    if (failed(
-            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
-  }
-};
 
 void initializeNativeTarget() {
   static bool done = [] {
@@ -78,26 +51,14 @@ llvm::TargetMachine *hostTargetMachine() {
 } // namespace
 
 std::unique_ptr<Pass> dynb::createExpandMathPass() {
-  return std::make_unique<ExpandMathPass>();
+  return createExpandMath();
 }
 
 LogicalResult dynb::lowerKernelsToLLVMDialect(ModuleOp kernels) {
   MLIRContext *ctx = kernels.getContext();
   loadLoweringDialects(*ctx);
   PassManager pm(ctx);
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  pm.addPass(std::make_unique<ExpandMathPass>());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createConvertSCFToCFPass());
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
+  buildKernelsToLLVMPipeline(pm);
   return pm.run(kernels);
 }
 

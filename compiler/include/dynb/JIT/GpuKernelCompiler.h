@@ -8,7 +8,9 @@
 // as on the CPU, and what remains (floor, fabs, fma) are native PTX
 // instructions.
 //
-// The two passes of our own (dynb-map-parallel-to-gpu,
+// mapKernelsToGpu and lowerGpuModulesToNVVM run the dynb-kernels-to-gpu and
+// dynb-gpu-to-nvvm pipelines (dynb/Transforms/Pipelines.h), which dynb-opt
+// runs by name; their passes of our own (dynb-map-parallel-to-gpu,
 // dynb-gpu-module-to-nvvm) are declared in dynb/Transforms/Passes.td.
 //
 // Kernel ABI (what a launcher passes): every memref argument an outlined

@@ -44,6 +44,8 @@ private:
   /// `batchedOp` as a module of one op, in a new module put in `holder`.
   mlir::FailureOr<mlir::func::FuncOp>
   wrapOp(mlir::Operation *batchedOp, mlir::OwningOpRef<mlir::ModuleOp> &holder);
+  /// The name of `batchedOp`'s wrapper module: op_<name>_<entries so far>.
+  std::string wrapperName(mlir::Operation *batchedOp) const;
   mlir::FailureOr<const LoweredModule *> lookupOrCompile(mlir::func::FuncOp fn,
                                                          llvm::StringRef tag);
   /// Lowers and JIT-compiles `fn` and stores it under `key`.

@@ -14,12 +14,13 @@ namespace dynb {
 
 /// Lowers a kernels module (linalg on memrefs) to the LLVM dialect in place:
 /// linalg to loops, tanh/exp to polynomials (so LLVM can vectorise them:
-/// scalar libm calls cost more than the GEMMs), then to LLVM.
+/// scalar libm calls cost more than the GEMMs), then to LLVM. Runs the
+/// dynb-kernels-to-llvm pipeline (dynb/Transforms/Pipelines.h).
 mlir::LogicalResult lowerKernelsToLLVMDialect(mlir::ModuleOp kernels);
 
 /// The pass that expands tanh and exp into polynomials over arith ops
-/// (dynb-expand-math); the GPU pipeline uses it too, so PTX needs no
-/// libdevice.
+/// (dynb-expand-math, declared in dynb/Transforms/Passes.td); the GPU
+/// pipeline uses it too, so PTX needs no libdevice.
 std::unique_ptr<mlir::Pass> createExpandMathPass();
 
 /// Translates an LLVM-dialect kernels module to LLVM IR, optimised at O3 for

@@ -47,6 +47,20 @@ struct LoweredModule : LoweredSteps {
 mlir::FailureOr<std::unique_ptr<LoweredModule>>
 lowerModuleBody(mlir::func::FuncOp fn, llvm::StringRef kernelPrefix);
 
+/// A batched per-instance op of a schedule (`dynb.linear`, `dynb.add`, ...)
+/// as a module `name` of one op on per-instance values, built in the op's
+/// context in a new module put in `holder`.
+mlir::func::FuncOp wrapBatchedOp(mlir::Operation *batchedOp,
+                                 llvm::StringRef name,
+                                 mlir::OwningOpRef<mlir::ModuleOp> &holder);
+
+/// Lowers what one launch runs, as `dynbc compile --emit=linalg` and the
+/// dynb-lower-launches pass show it: a callee `func.func`, the expert module
+/// of a `dynb.dispatch` (under a header line saying how the runtime runs
+/// the dispatch), or a batched op wrapped as module `wrapperName`.
+mlir::FailureOr<std::unique_ptr<LoweredModule>>
+lowerLaunch(mlir::Operation *calleeOrBatchedOp, llvm::StringRef wrapperName);
+
 /// Whether `op` is a feature-map op that lowers to a map step.
 bool isMapOp(mlir::Operation *op);
 

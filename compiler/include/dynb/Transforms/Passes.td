@@ -34,6 +34,69 @@ def BatchInstances : Pass<"dynb-batch", "mlir::ModuleOp"> {
   let dependentDialects = ["::dynb::DynbDialect"];
 }
 
+def LowerLaunches : Pass<"dynb-lower-launches", "mlir::ModuleOp"> {
+  let summary = "Lower what each distinct launch runs to GEMM steps and "
+                "fused linalg kernels";
+  let description = [{
+    Runs on a module after `dynb-batch`. Each distinct launch of its
+    `dynb.schedule`s, in schedule order, is lowered as `dynbc compile
+    --emit=linalg` lowers it, and its kernels module is appended to the
+    module as a nested `builtin.module`: what the launch runs is named by
+    `dynb.launch` (the callee of a `dynb.batched_call`, the expert module of
+    a `dynb.dispatch`, or `op_<name>_0` for a batched per-instance op
+    wrapped as a module of one op), and the steps the runtime runs (GEMMs,
+    map steps, kernel calls, one line each, as `--emit=linalg` prints them)
+    are the strings of `dynb.steps`. Lookups, gathers and the yield run no
+    code of their own and are skipped; launches of one callee are lowered
+    once, and so are batched ops of one name, attributes and per-instance
+    operand shapes. The kernels module is what the JIT pipeline
+    (`dynb-kernels-to-llvm`) and the GPU pipeline (`dynb-kernels-to-gpu`)
+    take, nested: `builtin.module(builtin.module(dynb-kernels-to-llvm))`.
+
+    Example: `%h = dynb.batched_call @leaf(%x)` with `@leaf` a linear and
+    a tanh gives
+
+    ```mlir
+    module attributes {dynb.launch = "leaf", dynb.steps = [
+        "module @leaf: 2 steps, 2 local buffers [N x cols] (4, 4)",
+        "step 0: t0[:, 0:4] = gemm(arg0[:, 0:4], @W^T)   (oneDNN)",
+        "step 1: call @leaf_k0(t0[:, 0:4], t1[:, 0:4])",
+        "results: t1[:, 0:4]"]} {
+      func.func @leaf_k0(%arg0: memref<?x4xf32, strided<[?, 1], offset: ?>>,
+                         %arg1: memref<?x4xf32, strided<[?, 1], offset: ?>>)
+          attributes {dynb.kernel = "fused tanh", llvm.emit_c_interface} {
+        linalg.generic ... { math.tanh ... }
+        return
+      }
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::cf::ControlFlowDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def ExpandMath : Pass<"dynb-expand-math", "mlir::ModuleOp"> {
+  let summary = "Expand tanh and exp into polynomials over arith ops";
+  let description = [{
+    Applies MLIR's polynomial approximations of `math.tanh` and `math.exp`
+    (and the other functions it approximates) greedily. A libm call is
+    scalar and on the CPU costs more than the GEMMs of a batched TreeLSTM;
+    the polynomials are plain arithmetic, which the loop vectoriser turns
+    into vector code. On the GPU they need no libdevice: what remains is
+    `math.fma`, `math.floor` and `math.absf`, which are single PTX
+    instructions. Part of `dynb-kernels-to-llvm` and `dynb-kernels-to-gpu`.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
 def MapParallelLoopsToGpu
     : Pass<"dynb-map-parallel-to-gpu", "mlir::func::FuncOp"> {
   let summary = "Rewrite outermost scf.parallel loops into 1-D gpu.launch ops";

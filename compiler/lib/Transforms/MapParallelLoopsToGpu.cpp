@@ -1,4 +1,4 @@
-//===- GpuLaunchMapping.cpp - Parallel loops as 1-D GPU launches ----------===//
+//===- MapParallelLoopsToGpu.cpp - Parallel loops as 1-D GPU launches -----===//
 //
 // MLIR's own mapping (gpu-map-parallel-loops + convert-parallel-loops-to-gpu)
 // puts the dimensions of a loop nest on grid dimensions: for the kernels'
@@ -9,7 +9,6 @@
 // columns, so loads and stores coalesce.
 //
 //===----------------------------------------------------------------------===//
-#include "dynb/JIT/GpuKernelCompiler.h"
 #include "dynb/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
