@@ -12,7 +12,7 @@ func.func @outer(%x: tensor<4xf32>) -> tensor<4xf32> {
   %h = dynb.call @inner(%x) : (tensor<4xf32>) -> tensor<4xf32>
   return %h : tensor<4xf32>
 }
-dynb.schedule attributes {dynb.launches = 2 : i64, dynb.lower_bound = 2 : i64, dynb.nodes = 2 : i64, first_instance = 0 : i64, num_instances = 1 : i64, strategy = "agenda"} {
+dynb.schedule agenda first_instance 0 num_instances 1 launches 2 lower_bound 2 nodes 2 {
   %x = dynb.lookup @E [1] : tensor<1x4xf32>
   %h = dynb.batched_call @outer(%x) : (tensor<1x4xf32>) -> tensor<1x4xf32>
   dynb.yield %h : tensor<1x4xf32>

@@ -11,7 +11,7 @@ func.func @cell(%x: tensor<4xf32>) -> tensor<4xf32> {
   %h = dynb.mul %s, %y : tensor<4xf32>
   return %h : tensor<4xf32>
 }
-dynb.schedule attributes {dynb.launches = 5 : i64, dynb.lower_bound = 5 : i64, dynb.nodes = 5 : i64, first_instance = 0 : i64, num_instances = 1 : i64, strategy = "agenda"} {
+dynb.schedule agenda first_instance 0 num_instances 1 launches 5 lower_bound 5 nodes 5 {
   %x = dynb.lookup @E [1, 2] : tensor<2x4xf32>
   %h = dynb.batched_call @cell(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32>
   %a = dynb.add %h, %h : tensor<2x4xf32>
