@@ -43,9 +43,8 @@ int main(int argc, char **argv) {
     Plan plan;
     BufferId in = plan.addArenaBuffer(n, c * hw * hw);
     BufferId out = plan.addArenaBuffer(n, o * hw * hw);
-    Step step;
-    step.kind = Step::Kind::Map;
-    MapStep &m = step.map;
+    Step step{MapStep{}};
+    MapStep &m = step.map();
     m.op = MapStep::Op::Conv;
     m.channels = c;
     m.height = m.width = hw;

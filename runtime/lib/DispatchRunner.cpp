@@ -243,12 +243,12 @@ void DispatchRunner::planDirect(const DispatchStep &step,
     if (region.col != 0 || resolved.buffers[buffer].cols != region.cols)
       return false;
     for (const Step &inner : step.body) {
-      if (inner.kind == Step::Kind::Kernel) {
-        for (const Region &r : inner.kernel.args)
+      if (inner.kind() == Step::Kind::Kernel) {
+        for (const Region &r : inner.kernel().args)
           if (r.buffer == buffer)
             return false;
-      } else if (inner.kind == Step::Kind::Gemm) {
-        const Region &other = asInput ? inner.gemm.c : inner.gemm.a;
+      } else if (inner.kind() == Step::Kind::Gemm) {
+        const Region &other = asInput ? inner.gemm().c : inner.gemm().a;
         if (other.buffer == buffer)
           return false;
       } else {
@@ -276,12 +276,12 @@ Status DispatchRunner::runBodyByStep(const DispatchStep &step,
                                      const Options &opts,
                                      ExecutorStats &stats) {
   for (const Step &inner : step.body) {
-    if (inner.kind == Step::Kind::Kernel) {
-      runKernel(inner.kernel, resolved, pool, opts.kernelParallelMinElements);
+    if (inner.kind() == Step::Kind::Kernel) {
+      runKernel(inner.kernel(), resolved, pool, opts.kernelParallelMinElements);
       continue;
     }
     for (int32_t e : routing_.usedExperts) {
-      GemmArgs args = expertGemm(inner.gemm, e, routing_.offsets[e],
+      GemmArgs args = expertGemm(inner.gemm(), e, routing_.offsets[e],
                                  routing_.rowsOf(e), resolved);
       if (Status s = gemm.run(args))
         return Status::error(fmt::format("expert {}: {}", e, s.message()));
@@ -310,11 +310,11 @@ bool DispatchRunner::planTiles(const DispatchStep &step,
   };
   use(step.routedIn);
   for (const Step &inner : step.body) {
-    if (inner.kind == Step::Kind::Gemm) {
-      use(inner.gemm.a);
-      use(inner.gemm.c);
-    } else if (inner.kind == Step::Kind::Kernel) {
-      for (const Region &r : inner.kernel.args)
+    if (inner.kind() == Step::Kind::Gemm) {
+      use(inner.gemm().a);
+      use(inner.gemm().c);
+    } else if (inner.kind() == Step::Kind::Kernel) {
+      for (const Region &r : inner.kernel().args)
         use(r);
     } else {
       return false;
@@ -426,8 +426,8 @@ Status DispatchRunner::runBodyByTiles(const DispatchStep &step,
   // and far more when another job holds a core.
   int64_t macsPerRow = 0;
   for (const Step &inner : step.body)
-    if (inner.kind == Step::Kind::Gemm)
-      macsPerRow += inner.gemm.a.cols * inner.gemm.c.cols;
+    if (inner.kind() == Step::Kind::Gemm)
+      macsPerRow += inner.gemm().a.cols * inner.gemm().c.cols;
   const bool parallel =
       threads > 1 && numTiles > 1 &&
       macsPerRow * int64_t(routing_.tokenAt.size()) >= opts.parallelMinMacs;
@@ -448,12 +448,12 @@ Status DispatchRunner::runBodyByTiles(const DispatchStep &step,
                     x + int64_t(routing_.tokenAt[tile.row + r]) * ldx, inBytes);
       }
       for (const Step &inner : step.body) {
-        if (inner.kind == Step::Kind::Kernel) {
-          runKernelRows(inner.kernel, local, 0, tile.rows);
+        if (inner.kind() == Step::Kind::Kernel) {
+          runKernelRows(inner.kernel(), local, 0, tile.rows);
           continue;
         }
         GemmArgs args =
-            expertGemm(inner.gemm, tile.expert, 0, tile.rows, local);
+            expertGemm(inner.gemm(), tile.expert, 0, tile.rows, local);
         if (Status s = threadGemms_[t]->run(args)) {
           failures[t] = Status::error(
               fmt::format("expert {}: {}", tile.expert, s.message()));
@@ -497,9 +497,9 @@ Status DispatchRunner::packExpertWeights(const DispatchStep &step,
                                          const ResolvedBuffers &resolved,
                                          GemmCache &gemm, const Options &opts) {
   for (const Step &inner : step.body) {
-    if (inner.kind != Step::Kind::Gemm)
+    if (inner.kind() != Step::Kind::Gemm)
       continue;
-    const GemmStep &g = inner.gemm;
+    const GemmStep &g = inner.gemm();
     const float *source = resolved.bases[g.weight];
     const int64_t k = g.a.cols, n = g.c.cols;
     if (std::any_of(packed_.begin(), packed_.end(),

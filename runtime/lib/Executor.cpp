@@ -148,21 +148,21 @@ Status Executor::Impl::run(const Plan &plan) {
     const Step &step = plan.steps[s];
     if (opts.profile)
       start = Clock::now();
-    switch (step.kind) {
+    switch (step.kind()) {
     case Step::Kind::Gather:
-      runGather(step.gather, resolved, pool, opts.gatherParallelMinBytes);
-      stats.gatherRowsCopied += step.gather.sources.size();
+      runGather(step.gather(), resolved, pool, opts.gatherParallelMinBytes);
+      stats.gatherRowsCopied += step.gather().sources.size();
       break;
     case Step::Kind::Gemm:
-      if (Status status = runGemm(s, step.gemm, resolved))
+      if (Status status = runGemm(s, step.gemm(), resolved))
         return status;
       break;
     case Step::Kind::Kernel:
-      runKernel(step.kernel, resolved, pool, opts.kernelParallelMinElements);
+      runKernel(step.kernel(), resolved, pool, opts.kernelParallelMinElements);
       ++stats.kernelCalls;
       break;
     case Step::Kind::Dispatch: {
-      Status status = dispatch.run(step.dispatch, resolved, gemm, pool,
+      Status status = dispatch.run(step.dispatch(), resolved, gemm, pool,
                                    dispatchOpts, stats);
       stats.gemmPrimitivesCreated = gemm.primitivesCreated();
       stats.dispatchPackedWeightBytes = dispatch.packedWeightBytes();
@@ -173,27 +173,27 @@ Status Executor::Impl::run(const Plan &plan) {
       break;
     }
     case Step::Kind::Map:
-      if (Status status = maps.run(step.map, resolved))
+      if (Status status = maps.run(step.map(), resolved))
         return Status::error(
             fmt::format("step {} (map): {}", s, status.message()));
       ++stats.mapCalls;
-      stats.convFlops += 2 * mapStepMacs(step.map);
+      stats.convFlops += 2 * mapStepMacs(step.map());
       break;
     }
     if (opts.profile) {
       double seconds =
           std::chrono::duration<double>(Clock::now() - start).count();
-      if (step.kind == Step::Kind::Gather) {
+      if (step.kind() == Step::Kind::Gather) {
         stats.gatherSeconds += seconds;
-      } else if (step.kind == Step::Kind::Dispatch) {
+      } else if (step.kind() == Step::Kind::Dispatch) {
         stats.dispatchSeconds += seconds;
-      } else if (step.kind == Step::Kind::Map) {
+      } else if (step.kind() == Step::Kind::Map) {
         stats.mapSeconds += seconds;
-      } else if (step.kind == Step::Kind::Gemm) {
+      } else if (step.kind() == Step::Kind::Gemm) {
         stats.gemmSeconds += seconds;
-        stats.gemmFlops += 2 * uint64_t(step.gemm.a.rows) *
-                           uint64_t(step.gemm.a.cols) *
-                           uint64_t(step.gemm.c.cols);
+        stats.gemmFlops += 2 * uint64_t(step.gemm().a.rows) *
+                           uint64_t(step.gemm().a.cols) *
+                           uint64_t(step.gemm().c.cols);
       } else {
         stats.kernelSeconds += seconds;
       }
@@ -261,18 +261,19 @@ int64_t dynb::rt::dispatchPackedWeightBytes(const std::vector<Plan> &plans,
   int64_t total = 0;
   for (const Plan &plan : plans)
     for (const Step &step : plan.steps) {
-      if (step.kind != Step::Kind::Dispatch)
+      if (step.kind() != Step::Kind::Dispatch)
         continue;
-      for (const Step &inner : step.dispatch.body) {
-        if (inner.kind != Step::Kind::Gemm)
+      for (const Step &inner : step.dispatch().body) {
+        if (inner.kind() != Step::Kind::Gemm)
           continue;
-        const GemmStep &g = inner.gemm;
+        const GemmStep &g = inner.gemm();
         int64_t k = g.a.cols, n = g.c.cols;
         if (!seen.emplace(plan.buffers[g.weight].paramName, k, n).second)
           continue;
         // As DispatchRunner::packExpertWeights decides, in run order.
         int64_t floats = layouts.packedWeightFloats(k, n);
-        int64_t bytes = step.dispatch.experts * floats * int64_t(sizeof(float));
+        int64_t bytes =
+            step.dispatch().experts * floats * int64_t(sizeof(float));
         if (floats > 0 && total + bytes <= opts.dispatchPackedWeightMaxBytes)
           total += bytes;
       }

@@ -49,34 +49,34 @@ struct Lifetimes {
     for (size_t s = 0; s < plan.steps.size(); ++s) {
       const Step &step = plan.steps[s];
       int64_t time = static_cast<int64_t>(s);
-      switch (step.kind) {
+      switch (step.kind()) {
       case Step::Kind::Gather:
-        touch(step.gather.dst.buffer, time);
-        for (const RowRef &source : step.gather.sources)
+        touch(step.gather().dst.buffer, time);
+        for (const RowRef &source : step.gather().sources)
           touch(source.buffer, time);
         break;
       case Step::Kind::Gemm:
-        touch(step.gemm.a.buffer, time);
-        touch(step.gemm.weight, time);
-        if (step.gemm.hasBias)
-          touch(step.gemm.bias, time);
-        touch(step.gemm.c.buffer, time);
+        touch(step.gemm().a.buffer, time);
+        touch(step.gemm().weight, time);
+        if (step.gemm().hasBias)
+          touch(step.gemm().bias, time);
+        touch(step.gemm().c.buffer, time);
         break;
       case Step::Kind::Kernel:
-        for (const Region &arg : step.kernel.args)
+        for (const Region &arg : step.kernel().args)
           touch(arg.buffer, time);
         break;
       case Step::Kind::Dispatch:
-        touchDispatch(step.dispatch, time);
+        touchDispatch(step.dispatch(), time);
         break;
       case Step::Kind::Map:
-        for (const Region &in : step.map.inputs)
+        for (const Region &in : step.map().inputs)
           touch(in.buffer, time);
-        touch(step.map.out.buffer, time);
-        if (step.map.op == MapStep::Op::Conv) {
-          touch(step.map.weight, time);
-          if (step.map.hasBias)
-            touch(step.map.bias, time);
+        touch(step.map().out.buffer, time);
+        if (step.map().op == MapStep::Op::Conv) {
+          touch(step.map().weight, time);
+          if (step.map().hasBias)
+            touch(step.map().bias, time);
         }
         break;
       }
@@ -96,14 +96,14 @@ struct Lifetimes {
       touch(d.noiseLogits, time);
     }
     for (const Step &inner : d.body) {
-      if (inner.kind == Step::Kind::Gemm) {
-        touch(inner.gemm.a.buffer, time);
-        touch(inner.gemm.c.buffer, time);
-        touch(inner.gemm.weight, time);
-        if (inner.gemm.hasBias)
-          touch(inner.gemm.bias, time);
-      } else if (inner.kind == Step::Kind::Kernel) {
-        for (const Region &arg : inner.kernel.args)
+      if (inner.kind() == Step::Kind::Gemm) {
+        touch(inner.gemm().a.buffer, time);
+        touch(inner.gemm().c.buffer, time);
+        touch(inner.gemm().weight, time);
+        if (inner.gemm().hasBias)
+          touch(inner.gemm().bias, time);
+      } else if (inner.kind() == Step::Kind::Kernel) {
+        for (const Region &arg : inner.kernel().args)
           touch(arg.buffer, time);
       }
     }

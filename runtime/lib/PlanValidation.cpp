@@ -44,26 +44,26 @@ public:
         return status;
     for (size_t s = 0; s < plan_.steps.size(); ++s) {
       const Step &step = plan_.steps[s];
-      context_ = fmt::format("step {} ({}", s, kindName(step.kind));
-      if (step.kind == Step::Kind::Kernel)
-        context_ += fmt::format(" '{}'", step.kernel.name);
+      context_ = fmt::format("step {} ({}", s, kindName(step.kind()));
+      if (step.kind() == Step::Kind::Kernel)
+        context_ += fmt::format(" '{}'", step.kernel().name);
       context_ += ")";
       Status status;
-      switch (step.kind) {
+      switch (step.kind()) {
       case Step::Kind::Gather:
-        status = checkGather(step.gather);
+        status = checkGather(step.gather());
         break;
       case Step::Kind::Gemm:
-        status = checkGemm(step.gemm);
+        status = checkGemm(step.gemm());
         break;
       case Step::Kind::Kernel:
-        status = checkKernel(step.kernel);
+        status = checkKernel(step.kernel());
         break;
       case Step::Kind::Dispatch:
-        status = checkDispatch(step.dispatch);
+        status = checkDispatch(step.dispatch());
         break;
       case Step::Kind::Map:
-        status = checkMap(step.map);
+        status = checkMap(step.map());
         break;
       }
       if (status)
@@ -337,13 +337,13 @@ private:
     for (size_t i = 0; i < d.body.size(); ++i) {
       const Step &inner = d.body[i];
       Status status;
-      if (inner.kind == Step::Kind::Kernel) {
-        status = checkKernel(inner.kernel);
-        if (!status && inner.kernel.rows != routed)
+      if (inner.kind() == Step::Kind::Kernel) {
+        status = checkKernel(inner.kernel());
+        if (!status && inner.kernel().rows != routed)
           status = fail(fmt::format("kernel on {} rows, not the {} routed",
-                                    inner.kernel.rows, routed));
-      } else if (inner.kind == Step::Kind::Gemm) {
-        status = checkExpertGemm(inner.gemm, d.experts, routed);
+                                    inner.kernel().rows, routed));
+      } else if (inner.kind() == Step::Kind::Gemm) {
+        status = checkExpertGemm(inner.gemm(), d.experts, routed);
       } else {
         status = fail("only GEMM and kernel steps run inside a dispatch");
       }

@@ -33,24 +33,22 @@ rt::Region PlanAssembler::lookup(llvm::StringRef table,
     return rt::Region{t, indices[0], n, 0, plan_.buffers[t].cols};
   }
   rt::Region dst = newValue(n, plan_.buffers[t].cols);
-  rt::Step step;
-  step.kind = rt::Step::Kind::Gather;
-  step.gather.dst = dst;
-  step.gather.sources.reserve(indices.size());
+  rt::GatherStep step;
+  step.dst = dst;
+  step.sources.reserve(indices.size());
   for (int64_t i : indices)
-    step.gather.sources.push_back({t, i});
+    step.sources.push_back({t, i});
   plan_.steps.push_back(std::move(step));
   return dst;
 }
 
 rt::Region PlanAssembler::compact(const rt::Region &r) {
   rt::Region dst = newValue(r.rows, r.cols);
-  rt::Step step;
-  step.kind = rt::Step::Kind::Gather;
-  step.gather.dst = dst;
-  step.gather.srcCol = r.col;
+  rt::GatherStep step;
+  step.dst = dst;
+  step.srcCol = r.col;
   for (int64_t i = 0; i < r.rows; ++i)
-    step.gather.sources.push_back({r.buffer, r.row + i});
+    step.sources.push_back({r.buffer, r.row + i});
   plan_.steps.push_back(std::move(step));
   return dst;
 }
@@ -59,20 +57,18 @@ rt::Region PlanAssembler::wholeRows(const rt::Region &r) {
   return r.col == 0 && r.cols == plan_.buffers[r.buffer].cols ? r : compact(r);
 }
 
-rt::Step PlanAssembler::mapStep(const LoweredStep &s,
-                                llvm::ArrayRef<rt::Region> inputs,
-                                const rt::Region &out) {
-  rt::Step step;
-  step.kind = rt::Step::Kind::Map;
-  step.map = s.map;
+rt::MapStep PlanAssembler::mapStep(const LoweredStep &s,
+                                   llvm::ArrayRef<rt::Region> inputs,
+                                   const rt::Region &out) {
+  rt::MapStep step = s.map;
   for (const rt::Region &r : inputs)
-    step.map.inputs.push_back(wholeRows(r));
-  step.map.out = out;
+    step.inputs.push_back(wholeRows(r));
+  step.out = out;
   if (s.map.op == rt::MapStep::Op::Conv) {
-    step.map.weight = paramBuffer(s.weight);
-    step.map.hasBias = !s.bias.empty();
-    if (step.map.hasBias)
-      step.map.bias = paramBuffer(s.bias);
+    step.weight = paramBuffer(s.weight);
+    step.hasBias = !s.bias.empty();
+    if (step.hasBias)
+      step.bias = paramBuffer(s.bias);
   }
   return step;
 }
@@ -80,9 +76,7 @@ rt::Step PlanAssembler::mapStep(const LoweredStep &s,
 rt::Region PlanAssembler::relayoutMaps(const rt::Region &r, int64_t channels,
                                        int64_t height, int64_t width,
                                        bool toMapLayout) {
-  rt::Step step;
-  step.kind = rt::Step::Kind::Map;
-  rt::MapStep &m = step.map;
+  rt::MapStep m;
   m.op = toMapLayout ? rt::MapStep::Op::ToMapLayout
                      : rt::MapStep::Op::FromMapLayout;
   m.channels = channels;
@@ -91,7 +85,7 @@ rt::Region PlanAssembler::relayoutMaps(const rt::Region &r, int64_t channels,
   m.inputs.push_back(wholeRows(r));
   m.out = newValue(r.rows, r.cols);
   rt::Region out = m.out;
-  plan_.steps.push_back(std::move(step));
+  plan_.steps.push_back(std::move(m));
   return out;
 }
 
@@ -122,14 +116,13 @@ AssembledValue PlanAssembler::gather(llvm::ArrayRef<rt::Region> sources,
         r = compact(r);
 
   rt::Region dst = newValue(n, cols);
-  rt::Step step;
-  step.kind = rt::Step::Kind::Gather;
-  step.gather.dst = dst;
-  step.gather.srcCol = srcs.front().col;
-  step.gather.sources.reserve(n);
+  rt::GatherStep step;
+  step.dst = dst;
+  step.srcCol = srcs.front().col;
+  step.sources.reserve(n);
   for (int64_t i = 0; i < n; ++i) {
     const rt::Region &src = srcs[pairs[2 * i]];
-    step.gather.sources.push_back({src.buffer, src.row + pairs[2 * i + 1]});
+    step.sources.push_back({src.buffer, src.row + pairs[2 * i + 1]});
   }
   int64_t index = plan_.steps.size();
   plan_.steps.push_back(std::move(step));
@@ -150,7 +143,7 @@ bool PlanAssembler::placeConcatArgs(const LoweredStep &s,
     const SlotRef &window = s.args[inputs + i];
     rt::Region into{dst, 0, n, window.col, window.cols};
     AssembledValue &a = args[s.concatArgs[i]];
-    plan_.steps[a.copyStep].gather.dst = into;
+    plan_.steps[a.copyStep].gather().dst = into;
     a.region = into;
     // The copy now belongs to this concat: nobody else may move it.
     a.copyStep = -1;
@@ -166,31 +159,31 @@ void PlanAssembler::appendSteps(
   for (auto [i, s] : llvm::enumerate(m.steps)) {
     if (!skip.empty() && skip[i])
       continue;
-    rt::Step step;
     if (s.kind == LoweredStep::Kind::Map) {
       llvm::SmallVector<rt::Region, 2> inputs;
       for (const SlotRef &a : s.args)
         inputs.push_back(resolve(a));
-      step = mapStep(s, inputs, resolve(s.c));
+      out.push_back(mapStep(s, inputs, resolve(s.c)));
     } else if (s.kind == LoweredStep::Kind::Gemm) {
-      step.kind = rt::Step::Kind::Gemm;
-      step.gemm.a = resolve(s.a);
-      step.gemm.c = resolve(s.c);
-      step.gemm.weight = paramBuffer(s.weight);
-      step.gemm.hasBias = !s.bias.empty();
-      step.gemm.relu = s.relu;
-      if (step.gemm.hasBias)
-        step.gemm.bias = paramBuffer(s.bias);
+      rt::GemmStep step;
+      step.a = resolve(s.a);
+      step.c = resolve(s.c);
+      step.weight = paramBuffer(s.weight);
+      step.hasBias = !s.bias.empty();
+      step.relu = s.relu;
+      if (step.hasBias)
+        step.bias = paramBuffer(s.bias);
+      out.push_back(std::move(step));
     } else {
-      step.kind = rt::Step::Kind::Kernel;
-      step.kernel.fn = m.kernelFns[s.kernel];
-      step.kernel.name = m.kernelNames[s.kernel];
-      step.kernel.rows = rows;
-      step.kernel.args.reserve(s.args.size());
+      rt::KernelStep step;
+      step.fn = m.kernelFns[s.kernel];
+      step.name = m.kernelNames[s.kernel];
+      step.rows = rows;
+      step.args.reserve(s.args.size());
       for (const SlotRef &a : s.args)
-        step.kernel.args.push_back(resolve(a));
+        step.args.push_back(resolve(a));
+      out.push_back(std::move(step));
     }
-    out.push_back(std::move(step));
   }
 }
 
@@ -221,9 +214,7 @@ rt::Region PlanAssembler::dispatch(const DispatchLaunch &launch,
                                    const LoweredSteps &experts) {
   int64_t tokens = launch.x.rows;
   int64_t routed = tokens * launch.topK;
-  rt::Step step;
-  step.kind = rt::Step::Kind::Dispatch;
-  rt::DispatchStep &d = step.dispatch;
+  rt::DispatchStep d;
   d.x = launch.x;
   d.gateWeight = paramBuffer(launch.gate);
   d.experts = plan_.buffers[d.gateWeight].rows;
@@ -250,7 +241,7 @@ rt::Region PlanAssembler::dispatch(const DispatchLaunch &launch,
   d.routedOut = resolve(experts.results.front());
   d.out = newValue(tokens, launch.outCols);
   rt::Region out = d.out;
-  plan_.steps.push_back(std::move(step));
+  plan_.steps.push_back(std::move(d));
   ++stats_.launches;
   return out;
 }

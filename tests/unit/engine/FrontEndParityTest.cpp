@@ -55,52 +55,53 @@ std::string kernelName(llvm::StringRef name) {
 void describe(llvm::raw_ostream &os, const rt::Step &s,
               const std::string &indent) {
   os << indent;
-  switch (s.kind) {
+  switch (s.kind()) {
   case rt::Step::Kind::Gather:
     os << "gather ";
-    describe(os, s.gather.dst);
-    os << " col " << s.gather.srcCol << " <-";
-    for (const rt::RowRef &r : s.gather.sources)
+    describe(os, s.gather().dst);
+    os << " col " << s.gather().srcCol << " <-";
+    for (const rt::RowRef &r : s.gather().sources)
       os << " b" << r.buffer << ":" << r.row;
     break;
   case rt::Step::Kind::Gemm:
     os << "gemm ";
-    describe(os, s.gemm.a);
-    os << " w b" << s.gemm.weight;
-    if (s.gemm.hasBias)
-      os << " bias b" << s.gemm.bias;
+    describe(os, s.gemm().a);
+    os << " w b" << s.gemm().weight;
+    if (s.gemm().hasBias)
+      os << " bias b" << s.gemm().bias;
     os << " -> ";
-    describe(os, s.gemm.c);
-    os << (s.gemm.relu ? " relu" : "");
+    describe(os, s.gemm().c);
+    os << (s.gemm().relu ? " relu" : "");
     break;
   case rt::Step::Kind::Kernel:
     // The function pointer differs (two kernel caches); the kernel does not.
-    os << "kernel " << kernelName(s.kernel.name) << " rows " << s.kernel.rows;
-    for (const rt::Region &r : s.kernel.args) {
+    os << "kernel " << kernelName(s.kernel().name) << " rows "
+       << s.kernel().rows;
+    for (const rt::Region &r : s.kernel().args) {
       os << " ";
       describe(os, r);
     }
     break;
   case rt::Step::Kind::Dispatch:
     os << "dispatch ";
-    describe(os, s.dispatch.x);
-    os << " gate b" << s.dispatch.gateWeight << " top " << s.dispatch.topK
-       << " of " << s.dispatch.experts << " logits b" << s.dispatch.logits;
-    if (s.dispatch.hasNoise)
-      os << " noise b" << s.dispatch.noiseWeight << " seed "
-         << s.dispatch.noiseSeed << " logits b" << s.dispatch.noiseLogits;
+    describe(os, s.dispatch().x);
+    os << " gate b" << s.dispatch().gateWeight << " top " << s.dispatch().topK
+       << " of " << s.dispatch().experts << " logits b" << s.dispatch().logits;
+    if (s.dispatch().hasNoise)
+      os << " noise b" << s.dispatch().noiseWeight << " seed "
+         << s.dispatch().noiseSeed << " logits b" << s.dispatch().noiseLogits;
     os << " routed ";
-    describe(os, s.dispatch.routedIn);
+    describe(os, s.dispatch().routedIn);
     os << " -> ";
-    describe(os, s.dispatch.routedOut);
+    describe(os, s.dispatch().routedOut);
     os << " -> ";
-    describe(os, s.dispatch.out);
+    describe(os, s.dispatch().out);
     os << "\n";
-    describe(os, s.dispatch.body, indent + "  ");
+    describe(os, s.dispatch().body, indent + "  ");
     break;
   case rt::Step::Kind::Map:
-    os << "map " << int(s.map.op) << " -> ";
-    describe(os, s.map.out);
+    os << "map " << int(s.map().op) << " -> ";
+    describe(os, s.map().out);
     break;
   }
   os << "\n";

@@ -94,9 +94,8 @@ void checkDispatch(const Moe &m, uint32_t seed, ExecutorOptions options = {},
     rows.push_back({xParam, t});
   plan.steps.push_back(gatherStep(wholeBuffer(plan, x), 0, rows));
 
-  Step step;
-  step.kind = Step::Kind::Dispatch;
-  DispatchStep &d = step.dispatch;
+  Step step{DispatchStep{}};
+  DispatchStep &d = step.dispatch();
   d.x = wholeBuffer(plan, x);
   d.gateWeight = plan.addParameterBuffer("W_gate", m.experts, m.d);
   d.experts = m.experts;
@@ -297,9 +296,8 @@ TEST(DispatchStepTest, ValidationRejectsMismatchedStacks) {
   ASSERT_TRUE(params.add("W", {3, 5, 4}, randomValues(60, 2)).isOk());
   Plan plan;
   BufferId x = plan.addArenaBuffer(2, 4);
-  Step step;
-  step.kind = Step::Kind::Dispatch;
-  DispatchStep &d = step.dispatch;
+  Step step{DispatchStep{}};
+  DispatchStep &d = step.dispatch();
   d.x = wholeBuffer(plan, x);
   d.gateWeight = plan.addParameterBuffer("G", 3, 4);
   d.experts = 3;

@@ -43,13 +43,12 @@ std::vector<float> naiveConv(const std::vector<float> &x, int64_t n, int64_t c,
 
 Step mapStep(MapStep::Op op, int64_t c, int64_t hw, std::vector<Region> in,
              Region out) {
-  Step step;
-  step.kind = Step::Kind::Map;
-  step.map.op = op;
-  step.map.channels = c;
-  step.map.height = step.map.width = hw;
-  step.map.inputs = std::move(in);
-  step.map.out = out;
+  Step step{MapStep{}};
+  step.map().op = op;
+  step.map().channels = c;
+  step.map().height = step.map().width = hw;
+  step.map().inputs = std::move(in);
+  step.map().out = out;
   return step;
 }
 
@@ -73,13 +72,13 @@ void checkConv(int64_t n, int64_t c, int64_t o, int64_t hw, int64_t k,
                                {wholeBuffer(plan, px)}, wholeBuffer(plan, in)));
   Step conv = mapStep(MapStep::Op::Conv, c, hw, {wholeBuffer(plan, in)},
                       wholeBuffer(plan, out));
-  conv.map.outChannels = o;
-  conv.map.kernelH = conv.map.kernelW = k;
-  conv.map.padding = pad;
-  conv.map.relu = relu;
-  conv.map.weight = plan.addParameterBuffer("w", o, c * k * k);
-  conv.map.hasBias = true;
-  conv.map.bias = plan.addParameterBuffer("b", 1, o);
+  conv.map().outChannels = o;
+  conv.map().kernelH = conv.map().kernelW = k;
+  conv.map().padding = pad;
+  conv.map().relu = relu;
+  conv.map().weight = plan.addParameterBuffer("w", o, c * k * k);
+  conv.map().hasBias = true;
+  conv.map().bias = plan.addParameterBuffer("b", 1, o);
   plan.steps.push_back(conv);
   plan.steps.push_back(mapStep(MapStep::Op::FromMapLayout, o, ohw,
                                {wholeBuffer(plan, out)},
@@ -132,7 +131,7 @@ TEST(MapStep, PoolAndConcatMatchPlainLoops) {
   Step concat = mapStep(MapStep::Op::ChannelConcat, ca, hw,
                         {wholeBuffer(plan, ma), wholeBuffer(plan, mb)},
                         wholeBuffer(plan, cat));
-  concat.map.inChannels = {ca, cb};
+  concat.map().inChannels = {ca, cb};
   plan.steps.push_back(concat);
   plan.steps.push_back(mapStep(MapStep::Op::MaxPool, c, hw,
                                {wholeBuffer(plan, cat)},
@@ -172,10 +171,10 @@ TEST(MapStep, ValidationRefusesPartialRowsAndBadWeights) {
   BufferId out = plan.addArenaBuffer(2, 4 * 16);
   Step conv = mapStep(MapStep::Op::Conv, 8, 4, {Region{in, 0, 2, 0, 8 * 16}},
                       wholeBuffer(plan, out));
-  conv.map.outChannels = 4;
-  conv.map.kernelH = conv.map.kernelW = 3;
-  conv.map.padding = 1;
-  conv.map.weight = plan.addParameterBuffer("w", 4, 8 * 9);
+  conv.map().outChannels = 4;
+  conv.map().kernelH = conv.map().kernelW = 3;
+  conv.map().padding = 1;
+  conv.map().weight = plan.addParameterBuffer("w", 4, 8 * 9);
   plan.steps.push_back(conv);
   planArena(plan);
   Executor executor(params);
@@ -189,10 +188,10 @@ TEST(MapStep, ValidationRefusesPartialRowsAndBadWeights) {
   BufferId out2 = plan2.addArenaBuffer(2, 5 * 16);
   Step conv2 = mapStep(MapStep::Op::Conv, 8, 4, {wholeBuffer(plan2, in2)},
                        wholeBuffer(plan2, out2));
-  conv2.map.outChannels = 5; // the weight has 4
-  conv2.map.kernelH = conv2.map.kernelW = 3;
-  conv2.map.padding = 1;
-  conv2.map.weight = plan2.addParameterBuffer("w", 4, 8 * 9);
+  conv2.map().outChannels = 5; // the weight has 4
+  conv2.map().kernelH = conv2.map().kernelW = 3;
+  conv2.map().padding = 1;
+  conv2.map().weight = plan2.addParameterBuffer("w", 4, 8 * 9);
   plan2.steps.push_back(conv2);
   planArena(plan2);
   s = executor.validate(plan2);

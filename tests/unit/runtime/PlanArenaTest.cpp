@@ -26,7 +26,7 @@ void liveRanges(const Plan &plan, std::vector<int64_t> &first,
     last[id] = std::max(last[id], time);
   };
   for (size_t s = 0; s < plan.steps.size(); ++s)
-    for (const Region &arg : plan.steps[s].kernel.args)
+    for (const Region &arg : plan.steps[s].kernel().args)
       touch(arg.buffer, static_cast<int64_t>(s));
   for (const Region &output : plan.outputs)
     touch(output.buffer, static_cast<int64_t>(plan.steps.size()));

@@ -16,38 +16,35 @@ inline Region wholeBuffer(const Plan &plan, BufferId id) {
 
 inline Step gatherStep(Region dst, int64_t srcCol,
                        std::vector<RowRef> sources) {
-  Step step;
-  step.kind = Step::Kind::Gather;
-  step.gather.dst = dst;
-  step.gather.srcCol = srcCol;
-  step.gather.sources = std::move(sources);
+  Step step{GatherStep{}};
+  step.gather().dst = dst;
+  step.gather().srcCol = srcCol;
+  step.gather().sources = std::move(sources);
   return step;
 }
 
 inline Step gemmStep(Region a, BufferId weight, Region c) {
-  Step step;
-  step.kind = Step::Kind::Gemm;
-  step.gemm.a = a;
-  step.gemm.weight = weight;
-  step.gemm.c = c;
+  Step step{GemmStep{}};
+  step.gemm().a = a;
+  step.gemm().weight = weight;
+  step.gemm().c = c;
   return step;
 }
 
 inline Step gemmStep(Region a, BufferId weight, BufferId bias, Region c) {
   Step step = gemmStep(a, weight, c);
-  step.gemm.hasBias = true;
-  step.gemm.bias = bias;
+  step.gemm().hasBias = true;
+  step.gemm().bias = bias;
   return step;
 }
 
 inline Step kernelStep(KernelFn fn, std::string name, int64_t rows,
                        std::vector<Region> args) {
-  Step step;
-  step.kind = Step::Kind::Kernel;
-  step.kernel.fn = fn;
-  step.kernel.name = std::move(name);
-  step.kernel.rows = rows;
-  step.kernel.args = std::move(args);
+  Step step{KernelStep{}};
+  step.kernel().fn = fn;
+  step.kernel().name = std::move(name);
+  step.kernel().rows = rows;
+  step.kernel().args = std::move(args);
   return step;
 }
 

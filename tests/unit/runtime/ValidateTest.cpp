@@ -86,19 +86,19 @@ TEST(ValidateTest, RejectsWrongParameterShape) {
 
 TEST(ValidateTest, RejectsOutOfBoundsRegions) {
   ValidPlan kernelArg;
-  kernelArg.plan.steps[2].kernel.args[0].col = 1; // cols [1, 7) of 6
+  kernelArg.plan.steps[2].kernel().args[0].col = 1; // cols [1, 7) of 6
   std::string message = kernelArg.error();
   EXPECT_MENTIONS(message, "step 2 (kernel 'tanh_0')");
   EXPECT_MENTIONS(message, "arg 0 rows [0, 3) cols [1, 7) is outside buffer 4");
 
   ValidPlan gatherSource;
-  gatherSource.plan.steps[0].gather.sources[1].row = 10;
+  gatherSource.plan.steps[0].gather().sources[1].row = 10;
   message = gatherSource.error();
   EXPECT_MENTIONS(message, "step 0 (gather)");
   EXPECT_MENTIONS(message, "source 1 reads row 10");
 
   ValidPlan gatherCount;
-  gatherCount.plan.steps[0].gather.sources.pop_back();
+  gatherCount.plan.steps[0].gather().sources.pop_back();
   EXPECT_MENTIONS(gatherCount.error(), "2 sources for 3 dst rows");
 
   ValidPlan output;
@@ -106,51 +106,51 @@ TEST(ValidateTest, RejectsOutOfBoundsRegions) {
   EXPECT_MENTIONS(output.error(), "output 0: region rows [0, 4)");
 
   ValidPlan badId;
-  badId.plan.steps[1].gemm.c.buffer = 99;
+  badId.plan.steps[1].gemm().c.buffer = 99;
   EXPECT_MENTIONS(badId.error(), "step 1 (gemm): c names buffer 99");
 }
 
 TEST(ValidateTest, RejectsGemmShapeMismatch) {
   ValidPlan innerDim;
-  innerDim.plan.steps[1].gemm.a.cols = 7;
+  innerDim.plan.steps[1].gemm().a.cols = 7;
   EXPECT_MENTIONS(innerDim.error(),
                   "step 1 (gemm): a has 7 cols but weight 1 is [6 x 8]");
 
   ValidPlan outerDim;
-  outerDim.plan.steps[1].gemm.c.cols = 5;
+  outerDim.plan.steps[1].gemm().c.cols = 5;
   EXPECT_MENTIONS(outerDim.error(),
                   "step 1 (gemm): c has 5 cols but weight 1 is [6 x 8]");
 
   ValidPlan rows;
-  rows.plan.steps[1].gemm.c.rows = 2;
+  rows.plan.steps[1].gemm().c.rows = 2;
   EXPECT_MENTIONS(rows.error(), "step 1 (gemm): a has 3 rows but c has 2");
 
   ValidPlan bias;
-  bias.plan.steps[1].gemm.bias = bias.x;
+  bias.plan.steps[1].gemm().bias = bias.x;
   EXPECT_MENTIONS(bias.error(),
                   "step 1 (gemm): bias buffer 3 has 24 elements, not 6");
 }
 
 TEST(ValidateTest, RejectsWritesToParametersAndAliasing) {
   ValidPlan gemmIntoParam;
-  gemmIntoParam.plan.steps[1].gemm.c = Region{gemmIntoParam.emb, 0, 3, 0, 6};
+  gemmIntoParam.plan.steps[1].gemm().c = Region{gemmIntoParam.emb, 0, 3, 0, 6};
   EXPECT_MENTIONS(gemmIntoParam.error(),
                   "step 1 (gemm): c writes parameter buffer 0 ('emb')");
 
   ValidPlan aliasing;
   aliasing.plan.buffers[aliasing.x].cols = 8;
-  aliasing.plan.steps[1].gemm.c = Region{aliasing.x, 0, 3, 2, 6};
+  aliasing.plan.steps[1].gemm().c = Region{aliasing.x, 0, 3, 2, 6};
   EXPECT_MENTIONS(aliasing.error(), "step 1 (gemm): a and c overlap");
 }
 
 TEST(ValidateTest, RejectsKernelRowMismatchAndMissingFunction) {
   ValidPlan rows;
-  rows.plan.steps[2].kernel.rows = 2;
+  rows.plan.steps[2].kernel().rows = 2;
   EXPECT_MENTIONS(rows.error(),
                   "step 2 (kernel 'tanh_0'): arg 0 has 3 rows, the step 2");
 
   ValidPlan noFn;
-  noFn.plan.steps[2].kernel.fn = nullptr;
+  noFn.plan.steps[2].kernel().fn = nullptr;
   EXPECT_MENTIONS(noFn.error(), "step 2 (kernel 'tanh_0'): no kernel function");
 }
 

@@ -103,8 +103,8 @@ private:
   /// rows), else a compact copy.
   rt::Region wholeRows(const rt::Region &r);
   /// A module's map step (MapLowering.cpp's form) on resolved regions.
-  rt::Step mapStep(const LoweredStep &s, llvm::ArrayRef<rt::Region> inputs,
-                   const rt::Region &out);
+  rt::MapStep mapStep(const LoweredStep &s, llvm::ArrayRef<rt::Region> inputs,
+                      const rt::Region &out);
   /// Gathers the concat's arguments straight into its buffer when every
   /// one of them is a row copy made for this use alone.
   bool placeConcatArgs(const LoweredStep &s,

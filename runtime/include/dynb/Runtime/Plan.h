@@ -10,14 +10,18 @@
 #ifndef DYNB_RUNTIME_PLAN_H
 #define DYNB_RUNTIME_PLAN_H
 
+#include <cassert>
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 namespace dynb::rt {
 
 /// 2: dispatch steps (mixture of experts). 3: map steps (feature maps).
-constexpr uint32_t kPlanFormatVersion = 3;
+/// 4: a step holds exactly one kind (Step is a variant).
+constexpr uint32_t kPlanFormatVersion = 4;
 
 using BufferId = uint32_t;
 
@@ -92,7 +96,7 @@ struct KernelStep {
   std::vector<Region> args;
 };
 
-struct Step;
+class Step;
 
 /// A sparsely gated mixture of experts over the rows ("tokens") of `x`
 /// (docs/moe.md): logits = x gate^T, plus N(0,1) * softplus(x noise^T) when
@@ -164,15 +168,55 @@ struct MapStep {
   Region out;
 };
 
-struct Step {
+/// One step of a plan: exactly one of its kinds, so a step cannot carry the
+/// fields of another kind. kind() names the alternative held; the accessors
+/// assert that the step is of the kind asked for.
+class Step {
+public:
+  /// In the order of the alternatives of Payload (kind() is its index).
   enum class Kind : uint8_t { Gather, Gemm, Kernel, Dispatch, Map };
-  Kind kind;
-  GatherStep gather;
-  GemmStep gemm;
-  KernelStep kernel;
-  DispatchStep dispatch;
-  MapStep map;
+  using Payload =
+      std::variant<GatherStep, GemmStep, KernelStep, DispatchStep, MapStep>;
+
+  Step(GatherStep step) : payload_(std::move(step)) {}
+  Step(GemmStep step) : payload_(std::move(step)) {}
+  Step(KernelStep step) : payload_(std::move(step)) {}
+  Step(DispatchStep step) : payload_(std::move(step)) {}
+  Step(MapStep step) : payload_(std::move(step)) {}
+
+  Kind kind() const { return static_cast<Kind>(payload_.index()); }
+  const Payload &payload() const { return payload_; }
+
+  GatherStep &gather() { return get<GatherStep>(); }
+  const GatherStep &gather() const { return get<GatherStep>(); }
+  GemmStep &gemm() { return get<GemmStep>(); }
+  const GemmStep &gemm() const { return get<GemmStep>(); }
+  KernelStep &kernel() { return get<KernelStep>(); }
+  const KernelStep &kernel() const { return get<KernelStep>(); }
+  DispatchStep &dispatch() { return get<DispatchStep>(); }
+  const DispatchStep &dispatch() const { return get<DispatchStep>(); }
+  MapStep &map() { return get<MapStep>(); }
+  const MapStep &map() const { return get<MapStep>(); }
+
+private:
+  template <typename T> T &get() {
+    T *step = std::get_if<T>(&payload_);
+    assert(step && "step of another kind");
+    return *step;
+  }
+  template <typename T> const T &get() const {
+    const T *step = std::get_if<T>(&payload_);
+    assert(step && "step of another kind");
+    return *step;
+  }
+
+  Payload payload_;
 };
+
+static_assert(std::is_same_v<std::variant_alternative_t<size_t(Step::Kind::Map),
+                                                        Step::Payload>,
+                             MapStep>,
+              "Step::Kind follows the order of Step::Payload");
 
 /// The output map shape (channels, height, width) of a map step.
 void mapOutputShape(const MapStep &step, int64_t &c, int64_t &h, int64_t &w);
