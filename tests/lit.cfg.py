@@ -12,6 +12,10 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.dynb_obj_root, "tests")
 config.excludes = ["unit", "fuzz", "Inputs", "lit.cfg.py", "lit.site.cfg.py.in"]
 
+# The kernel cache of the run (tests/run-all.sh), or none: without HOME or
+# DYNB_CACHE_DIR, dynbc finds no cache directory and compiles every module.
+if "DYNB_CACHE_DIR" in os.environ:
+    config.environment["DYNB_CACHE_DIR"] = os.environ["DYNB_CACHE_DIR"]
 config.environment["PATH"] = os.pathsep.join(
     [config.dynb_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.substitutions.append(("%dynb_src", config.dynb_src_root))

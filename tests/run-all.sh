@@ -9,6 +9,10 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LIT=/usr/lib/llvm-19/build/utils/lit/lit.py
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
+# Compiled modules persist between processes (the kernel cache): the suites
+# share a fresh one of their own, so a run starts cold, exercises both the
+# compiling and the loading path, and writes nothing to the user's cache.
+export DYNB_CACHE_DIR="$OUT/kernel-cache"
 
 # DYNB_TEST_SUITES (unit suites, space-separated) and DYNB_TEST_LIT=0 narrow
 # the run (tools/dev test --sanitize=thread runs the runtime's suite alone).

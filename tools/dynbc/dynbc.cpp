@@ -219,6 +219,18 @@ static cl::opt<uint64_t>
              cl::desc("Refuse inputs with more nodes than this (0: no limit)"),
              cl::init(SessionLimits().maxNodes), cl::sub(compileCmd),
              cl::sub(runCmd), cl::sub(statsCmd), cl::cat(dynbCat));
+static cl::opt<std::string>
+    cacheDir("cache-dir",
+             cl::desc("Where compiled modules persist between runs (default: "
+                      "$DYNB_CACHE_DIR, else the user's cache directory's "
+                      "dynb/kernels)"),
+             cl::value_desc("dir"), cl::sub(runCmd), cl::cat(dynbCat));
+static cl::opt<bool>
+    noCache("no-cache",
+            cl::desc("Compile every module, neither loading nor storing "
+                     "compiled modules on disk"),
+            cl::sub(runCmd), cl::cat(dynbCat));
+
 static cl::opt<std::string> maxMemory(
     "max-memory",
     cl::desc("Refuse to run when parameters plus the largest batch's buffers "
@@ -612,6 +624,7 @@ int runRun(Session &session) {
         {"concats_placed", int64_t(r->plan.concatsPlaced)},
         {"jit_seconds", r->jitSeconds},
         {"modules_compiled", int64_t(r->modulesCompiled)},
+        {"modules_loaded", int64_t(r->modulesLoaded)},
         {"schedule_seconds", r->scheduleSeconds},
         {"plan_seconds", r->planSeconds},
         {"run_seconds", llvm::json::Array(std::vector<llvm::json::Value>(
@@ -716,6 +729,10 @@ int main(int argc, char **argv) {
     return 1;
   }
   Session session;
+  KernelCacheOptions kernelCache;
+  kernelCache.persistent = !noCache;
+  kernelCache.directory = cacheDir;
+  session.kernels().setObjectStore(KernelObjectStore::open(kernelCache));
   SessionLimits limits;
   limits.maxNodes = maxNodes;
   std::optional<uint64_t> memory = parseByteSize(maxMemory);
@@ -740,7 +757,8 @@ int main(int argc, char **argv) {
   // --stream of a document is openStream's error to report.
   if (runCmd && frontEnd == FrontEnd::Auto &&
       !(streamInput && llvm::StringRef(inputPath).ends_with(".json")))
-    source = InterchangeSource::open(inputPath, limits, notRecords);
+    source =
+        InterchangeSource::open(inputPath, limits, notRecords, kernelCache);
   if (streamInput) {
     if (failed(session.openStream(inputPath)))
       return 1;

@@ -380,6 +380,7 @@ FailureOr<std::vector<rt::Plan>> Session::buildPlans(ModuleOp module,
   double jit = kernels_->stats().jitSeconds - before.jitSeconds;
   result.jitSeconds += jit;
   result.modulesCompiled += kernels_->stats().compiled - before.compiled;
+  result.modulesLoaded += kernels_->stats().loaded - before.loaded;
   result.planSeconds += secondsSince(t0) - jit;
   result.paramBytes = int64_t(paramBytes(*module_));
   for (const rt::Plan &plan : plans)

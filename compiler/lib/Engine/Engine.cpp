@@ -65,6 +65,7 @@ Engine::load(const EngineOptions &options) {
   EngineModel::Compiler &c = *m.compiler;
   c.session = std::make_unique<Session>(c.diagStream);
   Session &s = *c.session;
+  s.kernels().setObjectStore(KernelObjectStore::open(options.kernelCache));
   // Messages name the model by its path, or this for a model in memory.
   if (m.options.modelPath.empty())
     m.options.modelPath = "model.json";
@@ -137,7 +138,8 @@ Engine::load(const EngineOptions &options) {
     m.moduleIds[info.name] = m.modules.size();
     m.modules.push_back(std::move(info));
   }
-  m.stats.modulesCompiled = m.modules.size() + m.experts.size();
+  m.stats.modulesCompiled = s.kernels().stats().compiled;
+  m.stats.modulesLoaded = s.kernels().stats().loaded;
   m.stats.jitSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -230,6 +230,7 @@ struct InterchangeSource::Impl {
   std::string path;
   bool lines = false;
   SessionLimits limits;
+  KernelCacheOptions kernelCache;
   std::string modelJson;
   /// Nodes of the model's modules: the --max-nodes limit counts them too.
   uint64_t modelNodes = 0;
@@ -1008,6 +1009,7 @@ openLoaded(std::unique_ptr<InterchangeSource::Impl> impl, std::string &whyNot) {
   options.modelPath = impl->path;
   options.modelJson = impl->modelJson;
   options.planOnly = true;
+  options.kernelCache = impl->kernelCache;
   llvm::Expected<std::unique_ptr<Engine>> engine = Engine::load(options);
   if (!engine) {
     // A bad model, or one of feature maps: the importer's path reports or
@@ -1030,7 +1032,8 @@ static std::optional<bool> linesByName(llvm::StringRef name) {
 
 std::unique_ptr<InterchangeSource>
 InterchangeSource::open(llvm::StringRef path, const SessionLimits &limits,
-                        std::string &whyNot) {
+                        std::string &whyNot,
+                        const KernelCacheOptions &kernelCache) {
   std::optional<bool> lines = linesByName(path);
   if (!lines) {
     whyNot = "not a .json or .jsonl file";
@@ -1039,6 +1042,7 @@ InterchangeSource::open(llvm::StringRef path, const SessionLimits &limits,
   auto impl = std::make_unique<Impl>();
   impl->path = path.str();
   impl->limits = limits;
+  impl->kernelCache = kernelCache;
   impl->lines = *lines;
   // Mapped, not read: runs then hold no copy of the file.
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buf =
@@ -1058,7 +1062,8 @@ InterchangeSource::open(llvm::StringRef path, const SessionLimits &limits,
 
 std::unique_ptr<InterchangeSource>
 InterchangeSource::openText(llvm::StringRef name, llvm::StringRef text,
-                            const SessionLimits &limits, std::string &whyNot) {
+                            const SessionLimits &limits, std::string &whyNot,
+                            const KernelCacheOptions &kernelCache) {
   std::optional<bool> lines = linesByName(name);
   if (!lines) {
     whyNot = "not a .json or .jsonl name";
@@ -1067,6 +1072,7 @@ InterchangeSource::openText(llvm::StringRef name, llvm::StringRef text,
   auto impl = std::make_unique<Impl>();
   impl->path = name.str();
   impl->limits = limits;
+  impl->kernelCache = kernelCache;
   impl->lines = *lines;
   impl->file = llvm::MemoryBuffer::getMemBufferCopy(text, name);
   impl = openLoaded(std::move(impl), whyNot);
@@ -1145,6 +1151,7 @@ InterchangeSource::plan(BatchingStrategy strategy, RunResult &result) {
     // The modules compiled when the model was loaded.
     result.jitSeconds += m.stats.jitSeconds;
     result.modulesCompiled += m.stats.modulesCompiled;
+    result.modulesLoaded += m.stats.modulesLoaded;
     d.jitReported = true;
   }
   std::vector<rt::Plan> plans;

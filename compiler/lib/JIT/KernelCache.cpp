@@ -14,6 +14,10 @@ using namespace dynb;
 KernelCache::KernelCache() = default;
 KernelCache::~KernelCache() = default;
 
+void KernelCache::setObjectStore(std::unique_ptr<KernelObjectStore> store) {
+  store_ = std::move(store);
+}
+
 static std::string printedKey(func::FuncOp fn) {
   std::string key;
   llvm::raw_string_ostream os(key);
@@ -46,7 +50,10 @@ FailureOr<const LoweredModule *>
 KernelCache::compile(func::FuncOp fn, std::string key, StringRef tag) {
   auto start = std::chrono::steady_clock::now();
   auto lowered = lowerModuleBody(fn, tag);
-  if (failed(lowered) || failed(jitCompile(**lowered)))
+  if (failed(lowered))
+    return failure();
+  FailureOr<bool> loaded = jitCompile(**lowered, store_.get());
+  if (failed(loaded))
     return failure();
   // The kernels' IR is in the context of `fn`, which may be a streamed
   // batch's and go before this cache does; the JIT's code does not need it.
@@ -54,7 +61,7 @@ KernelCache::compile(func::FuncOp fn, std::string key, StringRef tag) {
   stats_.jitSeconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  ++stats_.compiled;
+  ++(*loaded ? stats_.loaded : stats_.compiled);
   LoweredModule *result = lowered->get();
   entries_[key] = std::move(*lowered);
   return result;

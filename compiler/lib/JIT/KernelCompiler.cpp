@@ -1,5 +1,6 @@
 //===- KernelCompiler.cpp - The lowering pipeline and the ORC JIT ---------===//
 #include "dynb/JIT/KernelCompiler.h"
+#include "dynb/JIT/KernelObjectStore.h"
 #include "dynb/Transforms/Passes.h"
 #include "dynb/Transforms/Pipelines.h"
 
@@ -9,11 +10,19 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
+#include "llvm/ExecutionEngine/SectionMemoryManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 
 #include <cstdlib>
+#include <mutex>
 
 using namespace mlir;
 using namespace dynb;
@@ -89,12 +98,144 @@ LogicalResult dynb::printOptimizedLLVMIR(ModuleOp kernels,
   return success();
 }
 
-LogicalResult dynb::jitCompile(LoweredModule &lowered) {
+/// Everything besides the kernels' IR that decides their machine code: a
+/// cache entry made under another context is another entry. Bump
+/// kKernelFormat when code generation changes in a way none of the rest
+/// shows (the kernel ABI, say).
+static const std::string &codegenContext() {
+  static const std::string context = [] {
+    constexpr int kKernelFormat = 1;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "dynb kernel format " << kKernelFormat << "\nLLVM "
+       << LLVM_VERSION_STRING << "\n";
+    if (llvm::TargetMachine *tm = hostTargetMachine())
+      os << tm->getTargetTriple().str() << "\n"
+         << tm->getTargetCPU() << "\n"
+         << tm->getTargetFeatureString() << "\n";
+    // The pass pipeline with its options, and the LLVM optimisation level.
+    MLIRContext ctx;
+    PassManager pm(&ctx);
+    buildKernelsToLLVMPipeline(pm);
+    pm.printAsTextualPipeline(os);
+    os << "\nO3 codegen Aggressive\n";
+    return text;
+  }();
+  return context;
+}
+
+static std::string objectKey(ModuleOp kernels) {
+  std::string key = codegenContext();
+  llvm::raw_string_ostream os(key);
+  kernels->print(os, OpPrintingFlags().printGenericOpForm());
+  return key;
+}
+
+/// Packed entry points, as mlir::ExecutionEngine names them (it wraps every
+/// function `f` as `_mlir_f`).
+static std::string packedName(llvm::StringRef kernel) {
+  return "_mlir__mlir_ciface_" + kernel.str();
+}
+
+/// Links a stored object into a JIT of its own, resolving what it calls
+/// from the process as mlir::ExecutionEngine does.
+static llvm::Expected<std::unique_ptr<llvm::orc::LLJIT>>
+loadObject(std::unique_ptr<llvm::MemoryBuffer> object) {
+  auto machine = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!machine)
+    return machine.takeError();
+  auto jit =
+      llvm::orc::LLJITBuilder()
+          .setJITTargetMachineBuilder(std::move(*machine))
+          .setObjectLinkingLayerCreator(
+              [](llvm::orc::ExecutionSession &session, const llvm::Triple &)
+                  -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
+                return std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+                    session, [] {
+                      return std::make_unique<llvm::SectionMemoryManager>();
+                    });
+              })
+          .create();
+  if (!jit)
+    return jit.takeError();
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!process)
+    return process.takeError();
+  (*jit)->getMainJITDylib().addGenerator(std::move(*process));
+  if (llvm::Error e = (*jit)->addObjectFile(std::move(object)))
+    return std::move(e);
+  return std::move(*jit);
+}
+
+/// The kernels of `lowered` from `store`, when it has them and they load.
+static bool loadFromStore(LoweredModule &lowered, const std::string &key,
+                          const KernelObjectStore &store) {
+  std::unique_ptr<llvm::MemoryBuffer> object = store.load(key, llvm::errs());
+  if (!object)
+    return false;
+  std::string path = object->getBufferIdentifier().str();
+  auto jit = loadObject(std::move(object));
+  llvm::SmallVector<rt::KernelFn, 4> fns;
+  llvm::Error error = jit ? llvm::Error::success() : jit.takeError();
+  if (!error) {
+    for (const std::string &name : lowered.kernelNames) {
+      auto address = (*jit)->lookup(packedName(name));
+      if (!address) {
+        error = address.takeError();
+        break;
+      }
+      fns.push_back(address->toPtr<rt::KernelFn>());
+    }
+  }
+  if (error) {
+    llvm::errs() << "warning: kernel cache entry " << path << " does not load ("
+                 << llvm::toString(std::move(error))
+                 << "); compiling the module again\n";
+    return false;
+  }
+  lowered.kernelFns.assign(fns.begin(), fns.end());
+  lowered.loadedCode = std::move(*jit);
+  return true;
+}
+
+/// Puts the object `engine` compiled into `store`. mlir::ExecutionEngine
+/// hands its object out only as a file, so it is written to a temporary
+/// file first and read back.
+static void storeObject(ExecutionEngine &engine, const std::string &key,
+                        const KernelObjectStore &store) {
+  llvm::SmallString<128> temp;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("dynb-kernels", "o", temp)) {
+    llvm::errs() << "warning: kernel cache: no temporary file (" << ec.message()
+                 << ")\n";
+    return;
+  }
+  engine.dumpToObjectFile(temp);
+  auto object = llvm::MemoryBuffer::getFile(temp, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (object && (*object)->getBufferSize() > 0)
+    store.store(key, (*object)->getBuffer(), llvm::errs());
+  llvm::sys::fs::remove(temp);
+}
+
+FailureOr<bool> dynb::jitCompile(LoweredModule &lowered,
+                                 const KernelObjectStore *store) {
   ModuleOp kernels = *lowered.kernels;
+  initializeNativeTarget();
+  // A module of GEMMs alone has no kernels: the JIT, which compiles on the
+  // first lookup, then makes no object to keep (or to dump).
+  if (lowered.kernelNames.empty())
+    store = nullptr;
+  std::string key;
+  if (store) {
+    key = objectKey(kernels);
+    if (loadFromStore(lowered, key, *store))
+      return true;
+  }
   if (failed(lowerKernelsToLLVMDialect(kernels)))
     return failure();
   registerTranslations(*kernels.getContext());
-  initializeNativeTarget();
   // ExecutionEngineOptions holds a function_ref: the transformer must
   // outlive create().
   std::function<llvm::Error(llvm::Module *)> optimize =
@@ -105,7 +246,7 @@ LogicalResult dynb::jitCompile(LoweredModule &lowered) {
   // DYNB_JIT_OBJECT_DIR=dir writes each compiled module's object file there
   // (for objdump and profilers, which see JIT code as anonymous).
   const char *dumpDir = std::getenv("DYNB_JIT_OBJECT_DIR");
-  opts.enableObjectDump = dumpDir != nullptr;
+  opts.enableObjectDump = dumpDir != nullptr || store != nullptr;
   auto engine = ExecutionEngine::create(kernels, opts);
   if (!engine)
     return kernels.emitError("JIT compilation failed: ")
@@ -119,9 +260,11 @@ LogicalResult dynb::jitCompile(LoweredModule &lowered) {
              << "' not found after JIT: " << llvm::toString(fn.takeError());
     lowered.kernelFns.push_back(reinterpret_cast<rt::KernelFn>(*fn));
   }
-  if (dumpDir)
+  if (dumpDir && !lowered.kernelNames.empty())
     (*engine)->dumpToObjectFile(std::string(dumpDir) + "/" + lowered.name +
                                 ".o");
+  if (store)
+    storeObject(**engine, key, *store);
   lowered.engine = std::move(*engine);
-  return success();
+  return false;
 }

@@ -85,6 +85,8 @@ struct RunResult {
   const char *frontEnd = "mlir";
   double jitSeconds = 0; // lowering + JIT of modules new to the cache
   unsigned modulesCompiled = 0;
+  /// Modules loaded from the persistent kernel cache instead.
+  unsigned modulesLoaded = 0;
   std::vector<double> passSeconds; // each timed pass over every batch
   int64_t arenaBytes = 0;          // the arena after the run
   StepProfile profile;             // with RunOptions::profile

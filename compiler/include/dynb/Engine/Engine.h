@@ -16,6 +16,7 @@
 #include "dynb/Batching/Scheduler.h"
 #include "dynb/Engine/Batch.h"
 #include "dynb/Engine/Results.h"
+#include "dynb/JIT/KernelObjectStore.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -53,11 +54,15 @@ struct EngineOptions {
   /// executor: for a caller that runs the plans itself (dynbc's reader of
   /// interchange files); run() then fails.
   bool planOnly = false;
+  /// Compiled modules persist on disk (by default in the user's cache
+  /// directory) so that a later process loads them instead of compiling.
+  KernelCacheOptions kernelCache;
 };
 
 /// What the engine compiled and how long that took.
 struct EngineStats {
-  unsigned modulesCompiled = 0; // at load
+  unsigned modulesCompiled = 0; // at load, by the JIT
+  unsigned modulesLoaded = 0;   // at load, from the persistent kernel cache
   unsigned opKernelsCompiled = 0;
   double jitSeconds = 0;
 };

@@ -34,12 +34,14 @@ public:
   /// importer then reports it), or a model the records cannot plan
   /// (feature maps).
   static std::unique_ptr<InterchangeSource>
-  open(llvm::StringRef path, const SessionLimits &limits, std::string &whyNot);
+  open(llvm::StringRef path, const SessionLimits &limits, std::string &whyNot,
+       const KernelCacheOptions &kernelCache = {});
   /// The same over text in memory; `name` (ending in .json or .jsonl)
   /// decides the form and names it in messages.
   static std::unique_ptr<InterchangeSource>
   openText(llvm::StringRef name, llvm::StringRef text,
-           const SessionLimits &limits, std::string &whyNot);
+           const SessionLimits &limits, std::string &whyNot,
+           const KernelCacheOptions &kernelCache = {});
   ~InterchangeSource() override;
 
   /// The model (and the file's version member) as an interchange text of

@@ -3,6 +3,7 @@
 #ifndef DYNB_JIT_KERNELCACHE_H
 #define DYNB_JIT_KERNELCACHE_H
 
+#include "dynb/JIT/KernelObjectStore.h"
 #include "dynb/Lowering/ModuleLowering.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -14,8 +15,9 @@ namespace dynb {
 
 struct KernelCacheStats {
   unsigned compiled = 0; // modules lowered and JIT-compiled
+  unsigned loaded = 0;   // modules loaded from the persistent kernel cache
   unsigned hits = 0;     // lookups answered from the cache
-  double jitSeconds = 0; // time spent lowering and compiling
+  double jitSeconds = 0; // time spent lowering and compiling, or loading
 };
 
 /// Lowered, JIT-compiled modules keyed by their printed body (so two modules
@@ -27,6 +29,11 @@ class KernelCache {
 public:
   KernelCache();
   ~KernelCache();
+
+  /// Keeps compiled modules in `store` and loads them from it (a second
+  /// process compiles nothing); without one, every process compiles.
+  void setObjectStore(std::unique_ptr<KernelObjectStore> store);
+  const KernelObjectStore *objectStore() const { return store_.get(); }
 
   /// The compiled form of module `fn`.
   mlir::FailureOr<const LoweredModule *> getModule(mlir::func::FuncOp fn);
@@ -53,6 +60,7 @@ private:
   compile(mlir::func::FuncOp fn, std::string key, llvm::StringRef tag);
 
   llvm::StringMap<std::unique_ptr<LoweredModule>> entries_;
+  std::unique_ptr<KernelObjectStore> store_;
   KernelCacheStats stats_;
 };
 

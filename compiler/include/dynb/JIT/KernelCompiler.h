@@ -28,9 +28,14 @@ std::unique_ptr<mlir::Pass> createExpandMathPass();
 mlir::LogicalResult printOptimizedLLVMIR(mlir::ModuleOp kernels,
                                          llvm::raw_ostream &os);
 
+class KernelObjectStore;
+
 /// Lowers, JIT-compiles and resolves every kernel of `lowered`, filling
-/// kernelFns and engine. Consumes lowered.kernels' linalg form.
-mlir::LogicalResult jitCompile(LoweredModule &lowered);
+/// kernelFns and engine; consumes lowered.kernels' linalg form. With a
+/// `store`, loads the kernels from it instead when it holds them (filling
+/// kernelFns and loadedCode; true), and stores what it compiles.
+mlir::FailureOr<bool> jitCompile(LoweredModule &lowered,
+                                 const KernelObjectStore *store = nullptr);
 
 } // namespace dynb
 

@@ -24,6 +24,9 @@
 namespace mlir {
 class ExecutionEngine;
 }
+namespace llvm::orc {
+class LLJIT;
+}
 
 namespace dynb {
 
@@ -32,8 +35,10 @@ namespace dynb {
 struct LoweredModule : LoweredSteps {
   /// The kernels in linalg form (what `--emit=linalg` prints).
   mlir::OwningOpRef<mlir::ModuleOp> kernels;
-  /// Filled by the JIT.
+  /// Filled by the JIT: the engine that compiled the kernels, or the JIT
+  /// that loaded them from the persistent kernel cache.
   std::unique_ptr<mlir::ExecutionEngine> engine;
+  std::unique_ptr<llvm::orc::LLJIT> loadedCode;
 
   LoweredModule();
   ~LoweredModule();
