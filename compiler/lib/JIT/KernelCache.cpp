@@ -52,8 +52,8 @@ KernelCache::compile(func::FuncOp fn, std::string key, StringRef tag) {
   auto lowered = lowerModuleBody(fn, tag);
   if (failed(lowered))
     return failure();
-  FailureOr<bool> loaded = jitCompile(**lowered, store_.get());
-  if (failed(loaded))
+  FailureOr<JitOutcome> outcome = jitCompile(**lowered, store_.get());
+  if (failed(outcome))
     return failure();
   // The kernels' IR is in the context of `fn`, which may be a streamed
   // batch's and go before this cache does; the JIT's code does not need it.
@@ -61,7 +61,10 @@ KernelCache::compile(func::FuncOp fn, std::string key, StringRef tag) {
   stats_.jitSeconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  ++(*loaded ? stats_.loaded : stats_.compiled);
+  if (*outcome == JitOutcome::Compiled)
+    ++stats_.compiled;
+  else if (*outcome == JitOutcome::Loaded)
+    ++stats_.loaded;
   LoweredModule *result = lowered->get();
   entries_[key] = std::move(*lowered);
   return result;

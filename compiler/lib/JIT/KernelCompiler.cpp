@@ -219,19 +219,20 @@ static void storeObject(ExecutionEngine &engine, const std::string &key,
   llvm::sys::fs::remove(temp);
 }
 
-FailureOr<bool> dynb::jitCompile(LoweredModule &lowered,
-                                 const KernelObjectStore *store) {
+FailureOr<JitOutcome> dynb::jitCompile(LoweredModule &lowered,
+                                       const KernelObjectStore *store) {
   ModuleOp kernels = *lowered.kernels;
   initializeNativeTarget();
-  // A module of GEMMs alone has no kernels: the JIT, which compiles on the
-  // first lookup, then makes no object to keep (or to dump).
-  if (lowered.kernelNames.empty())
-    store = nullptr;
+  // A module of GEMMs alone has no kernels: nothing to compile or keep.
+  if (lowered.kernelNames.empty()) {
+    lowered.kernelFns.clear();
+    return JitOutcome::NoKernels;
+  }
   std::string key;
   if (store) {
     key = objectKey(kernels);
     if (loadFromStore(lowered, key, *store))
-      return true;
+      return JitOutcome::Loaded;
   }
   if (failed(lowerKernelsToLLVMDialect(kernels)))
     return failure();
@@ -260,11 +261,11 @@ FailureOr<bool> dynb::jitCompile(LoweredModule &lowered,
              << "' not found after JIT: " << llvm::toString(fn.takeError());
     lowered.kernelFns.push_back(reinterpret_cast<rt::KernelFn>(*fn));
   }
-  if (dumpDir && !lowered.kernelNames.empty())
+  if (dumpDir)
     (*engine)->dumpToObjectFile(std::string(dumpDir) + "/" + lowered.name +
                                 ".o");
   if (store)
     storeObject(**engine, key, *store);
   lowered.engine = std::move(*engine);
-  return false;
+  return JitOutcome::Compiled;
 }

@@ -14,7 +14,7 @@
 namespace dynb {
 
 struct KernelCacheStats {
-  unsigned compiled = 0; // modules lowered and JIT-compiled
+  unsigned compiled = 0; // modules JIT-compiled (those with kernels)
   unsigned loaded = 0;   // modules loaded from the persistent kernel cache
   unsigned hits = 0;     // lookups answered from the cache
   double jitSeconds = 0; // time spent lowering and compiling, or loading

@@ -30,12 +30,15 @@ mlir::LogicalResult printOptimizedLLVMIR(mlir::ModuleOp kernels,
 
 class KernelObjectStore;
 
+enum class JitOutcome { Compiled, Loaded, NoKernels };
+
 /// Lowers, JIT-compiles and resolves every kernel of `lowered`, filling
 /// kernelFns and engine; consumes lowered.kernels' linalg form. With a
 /// `store`, loads the kernels from it instead when it holds them (filling
-/// kernelFns and loadedCode; true), and stores what it compiles.
-mlir::FailureOr<bool> jitCompile(LoweredModule &lowered,
-                                 const KernelObjectStore *store = nullptr);
+/// kernelFns and loadedCode), and stores what it compiles. A module without
+/// kernels (GEMMs alone) needs neither.
+mlir::FailureOr<JitOutcome>
+jitCompile(LoweredModule &lowered, const KernelObjectStore *store = nullptr);
 
 } // namespace dynb
 
