@@ -1,10 +1,10 @@
 //===- dynb-opt.cpp - mlir-opt with the dynb dialect and passes -----------===//
+#include "dynb/Dialect/Registration.h"
 #include "dynb/Transforms/Passes.h"
 #include "dynb/Transforms/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -15,7 +15,7 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<dynb::DynbDialect, mlir::func::FuncDialect>();
+  dynb::registerDynbDialects(registry);
   // What the GPU passes' inputs hold (dynb-map-parallel-to-gpu,
   // dynb-gpu-module-to-nvvm).
   registry.insert<mlir::arith::ArithDialect, mlir::cf::ControlFlowDialect,

@@ -1,6 +1,7 @@
 //===- Session.cpp - The compile-and-run flow behind dynbc ----------------===//
 #include "dynb/Driver/Session.h"
 #include "dynb/Dialect/DynbOps.h"
+#include "dynb/Driver/MemoryProbes.h"
 #include "dynb/Import/GraphImporter.h"
 #include "dynb/Import/Safetensors.h"
 #include "dynb/Reference/ReferenceInterpreter.h"
@@ -54,20 +55,6 @@ double RunResult::medianPassSeconds() const {
   std::sort(s.begin(), s.end());
   return s[s.size() / 2];
 }
-
-static int64_t statusField(const char *field) {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  size_t len = std::strlen(field);
-  while (std::getline(status, line))
-    if (line.compare(0, len, field) == 0)
-      return std::stoll(line.substr(len)) * 1024;
-  return 0;
-}
-
-int64_t dynb::peakResidentBytes() { return statusField("VmHWM:"); }
-int64_t dynb::residentBytes() { return statusField("VmRSS:"); }
-int64_t dynb::residentAnonymousBytes() { return statusField("RssAnon:"); }
 
 /// Locations made by the JSON importer name the instance and node in a
 /// NameLoc around file:line:col; print them as `file:line:col: error:

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "dynb/Import/GraphImporter.h"
 #include "dynb/Dialect/DynbOps.h"
+#include "dynb/Dialect/Registration.h"
 #include "dynb/Import/DuplicateKeys.h"
 #include "dynb/Import/NestingDepth.h"
 
@@ -31,9 +32,7 @@ using namespace mlir;
 using namespace dynb;
 namespace json = llvm::json;
 
-void dynb::registerDynbDialects(MLIRContext &ctx) {
-  ctx.loadDialect<DynbDialect, func::FuncDialect>();
-}
+void dynb::registerDynbDialects(MLIRContext &ctx) { loadDynbDialects(ctx); }
 
 namespace {
 

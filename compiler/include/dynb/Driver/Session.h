@@ -257,14 +257,6 @@ private:
   ClevrModelConfig clevr_;
 };
 
-/// Peak resident memory of this process, bytes (0 where unknown).
-int64_t peakResidentBytes();
-/// Current resident memory of this process, bytes (0 where unknown).
-int64_t residentBytes();
-/// Its anonymous part (RssAnon): what the process allocated, without the
-/// pages of its libraries and other mapped files.
-int64_t residentAnonymousBytes();
-
 } // namespace dynb
 
 #endif // DYNB_DRIVER_SESSION_H

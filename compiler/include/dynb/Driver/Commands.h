@@ -1,0 +1,104 @@
+//===- Commands.h - What dynbc's subcommands do, as library calls -*- C++
+//-*-===//
+//
+// `dynbc compile`, `stats` and `run` as functions over a loaded Session and
+// a plain options struct, so that the tool's main only parses its command
+// line and calls one of them. Each returns the process exit status and has
+// printed what went wrong (located diagnostics, or one `dynbc: error:`
+// line) when it is not 0.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DYNB_DRIVER_COMMANDS_H
+#define DYNB_DRIVER_COMMANDS_H
+
+#include "dynb/Driver/Session.h"
+#include "dynb/JIT/GpuKernelCompiler.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dynb {
+
+/// Prints `dynbc: error: MSG` (after flushing the table printed so far) and
+/// returns 1, the exit status of a failed command.
+int commandError(const llvm::Twine &msg);
+
+/// The stages `dynbc compile --emit` prints (docs/emit-stages.md).
+enum class EmitStage { Dynb, Batched, Linalg, LLVM, Gpu, Ptx };
+
+struct CompileCommandOptions {
+  /// One strategy name (default: agenda).
+  std::vector<std::string> strategies;
+  int64_t batchSize = 0;
+  EmitStage emit = EmitStage::Batched;
+  GpuTarget gpu;
+  /// "-": stdout.
+  std::string outputPath = "-";
+};
+
+struct StatsCommandOptions {
+  /// Strategy names, a list or "all" (default: agenda).
+  std::vector<std::string> strategies;
+  int64_t batchSize = 0;
+};
+
+enum class RunDevice { Cpu, Cuda };
+
+/// Resident memory with the libraries loaded and nothing read yet, and once
+/// the graphs are read: the base the benchmarks' memory floor is set on.
+struct MemoryBaseline {
+  int64_t residentAtStart = 0, residentAfterLoad = 0, anonymousAtStart = 0;
+};
+
+struct RunCommandOptions {
+  /// Names the input in the table's first line and in the report.
+  std::string inputPath;
+  std::vector<std::string> strategies;
+  int64_t batchSize = 0;
+  /// Exactly one of the two.
+  std::optional<std::string> paramsPath;
+  std::optional<uint64_t> seed;
+  /// Read after the parameters, replacing tensors of the same name.
+  std::string featuresPath;
+  bool check = false;
+  bool checkFinite = false;
+  double atol = 1e-4, rtol = 1e-3;
+  /// .npy of the first strategy's outputs; empty: none.
+  std::string npyPath;
+  unsigned repeat = 1;
+  unsigned threads = 0;
+  bool profile = false;
+  RunDevice device = RunDevice::Cpu;
+  /// The figures as JSON; empty: none.
+  std::string reportPath;
+  MemoryBaseline memory;
+};
+
+/// How a command's input is read.
+struct InputOptions {
+  std::string path;
+  /// `run` may read interchange files straight into node records (the
+  /// record front end); otherwise, and for every other input, the MLIR
+  /// importer reads it.
+  bool recordFrontEnd = false;
+  /// Read one batch at a time (Session::openStream).
+  bool stream = false;
+  SessionLimits limits;
+  KernelCacheOptions kernelCache;
+};
+
+/// Applies the limits and the kernel cache to `session` and reads the
+/// input: through the record front end where it can, else the importer.
+/// Diagnostics are printed; fails when the input cannot be read.
+mlir::LogicalResult openInput(Session &session, const InputOptions &options);
+
+int runCompileCommand(Session &session, const CompileCommandOptions &options);
+int runStatsCommand(Session &session, const StatsCommandOptions &options);
+int runRunCommand(Session &session, const RunCommandOptions &options);
+
+} // namespace dynb
+
+#endif // DYNB_DRIVER_COMMANDS_H
