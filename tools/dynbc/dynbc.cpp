@@ -249,6 +249,7 @@ int main(int argc, char **argv) {
                         "or G suffix, got '" +
                         maxMemory + "'");
   input.limits.maxMemoryBytes = *memory;
+  input.limits.memoryLimitName = "the --max-memory limit";
   input.kernelCache.persistent = !noCache;
   input.kernelCache.directory = cacheDir;
   Session session;

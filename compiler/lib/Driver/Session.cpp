@@ -177,8 +177,8 @@ LogicalResult Session::checkLoaded() {
   // modules without calls (the batched path runs module bodies as flat step
   // lists).
   for (ScheduleOp s : module_->getOps<ScheduleOp>()) {
-    s.emitOpError() << "is a batched schedule: dynbc batches instances "
-                       "itself, give it the unbatched graphs (--emit=dynb)";
+    s.emitOpError() << "is a batched schedule: dynb batches instances "
+                       "itself, give it the unbatched graphs";
     return failure();
   }
   bool ok = true;
@@ -216,7 +216,8 @@ llvm::Error Session::checkParams() {
 }
 
 llvm::Error Session::loadParams(StringRef path) {
-  if (llvm::Error e = loadSafetensors(path, params_, limits_.maxMemoryBytes))
+  if (llvm::Error e = loadSafetensors(path, params_, limits_.maxMemoryBytes,
+                                      limits_.memoryLimitName))
     return e;
   if (llvm::Error e = checkParams())
     return makeError(path + ": " + llvm::toString(std::move(e)));
@@ -225,7 +226,8 @@ llvm::Error Session::loadParams(StringRef path) {
 
 llvm::Error Session::loadMoreParams(StringRef path) {
   rt::ParameterStore more;
-  if (llvm::Error e = loadSafetensors(path, more, limits_.maxMemoryBytes))
+  if (llvm::Error e = loadSafetensors(path, more, limits_.maxMemoryBytes,
+                                      limits_.memoryLimitName))
     return e;
   for (const std::string &name : more.names()) {
     const rt::ParamTensor *t = more.find(name);
@@ -252,7 +254,7 @@ llvm::Error Session::seedParams(uint64_t seed) {
   uint64_t bytes = paramBytes(*module_);
   if (limits_.maxMemoryBytes && bytes > limits_.maxMemoryBytes)
     return makeError("the model's parameters need " + gib(bytes) +
-                     ", more than the --max-memory limit of " +
+                     ", more than " + limits_.memoryLimitName + " of " +
                      gib(limits_.maxMemoryBytes) + "; raise it to run");
   for (ParamOp p : module_->getOps<ParamOp>()) {
     ArrayRef<int64_t> shape = p.getTensorType().getShape();
@@ -391,13 +393,13 @@ LogicalResult Session::checkPlanMemory(const std::vector<rt::Plan> &plans,
   uint64_t packed = uint64_t(rt::dispatchPackedWeightBytes(plans, {}));
   uint64_t needed = paramBytes(*module_) + uint64_t(largest) + packed;
   if (limits_.maxMemoryBytes && needed > limits_.maxMemoryBytes)
-    return emitError(loc)
-           << "batch " << firstBatch + largestIndex << " needs " << gib(largest)
-           << " of buffers (" << gib(needed) << " with the parameters"
-           << (packed ? " and packed expert weights" : "")
-           << "), more than the --max-memory limit of "
-           << gib(limits_.maxMemoryBytes)
-           << "; use a smaller --batch-size or raise --max-memory";
+    return emitError(loc) << "batch " << firstBatch + largestIndex << " needs "
+                          << gib(largest) << " of buffers (" << gib(needed)
+                          << " with the parameters"
+                          << (packed ? " and packed expert weights" : "")
+                          << "), more than " << limits_.memoryLimitName
+                          << " of " << gib(limits_.maxMemoryBytes)
+                          << "; use smaller batches or raise the limit";
   return success();
 }
 

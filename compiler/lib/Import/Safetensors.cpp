@@ -30,8 +30,8 @@ static llvm::Error fail(llvm::StringRef path, const llvm::Twine &msg) {
 }
 
 llvm::Error dynb::loadSafetensors(llvm::StringRef path,
-                                  rt::ParameterStore &store,
-                                  uint64_t maxBytes) {
+                                  rt::ParameterStore &store, uint64_t maxBytes,
+                                  llvm::StringRef limitName) {
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                          /*RequiresNullTerminator=*/false);
   if (!buf)
@@ -121,7 +121,7 @@ llvm::Error dynb::loadSafetensors(llvm::StringRef path,
     total += e.end - e.begin;
   if (maxBytes && total > maxBytes)
     return fail(path, "its tensors hold " + llvm::Twine(total) +
-                          " bytes, more than the --max-memory limit of " +
+                          " bytes, more than " + limitName + " of " +
                           llvm::Twine(maxBytes) + " bytes");
   std::sort(entries.begin(), entries.end(),
             [](const Entry &a, const Entry &b) { return a.begin < b.begin; });

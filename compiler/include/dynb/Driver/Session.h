@@ -158,6 +158,9 @@ struct SessionLimits {
   uint64_t maxNodes = 20'000'000;
   /// Parameters plus the largest batch's arena, bytes (0: no limit).
   uint64_t maxMemoryBytes = uint64_t(16) << 30;
+  /// How refusals name that limit: a library caller sets it through its
+  /// options, dynbc through a flag, and each says so in its own words.
+  std::string memoryLimitName = "the memory limit";
 };
 
 class Session {

@@ -18,9 +18,10 @@ namespace dynb {
 /// sizes equal to shape x 4 bytes, no overlaps) before anything is copied.
 /// Errors name the file and the tensor.
 /// Files whose tensors hold more than `maxBytes` (0: no limit) are refused
-/// before anything is copied.
+/// before anything is copied; the message calls that limit `limitName`.
 llvm::Error loadSafetensors(llvm::StringRef path, rt::ParameterStore &store,
-                            uint64_t maxBytes = 0);
+                            uint64_t maxBytes = 0,
+                            llvm::StringRef limitName = "the memory limit");
 
 /// Writes tensors as a safetensors file (F32), atomically: tests and
 /// examples use it to produce parameter files.
