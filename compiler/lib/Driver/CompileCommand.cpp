@@ -2,6 +2,7 @@
 #include "dynb/Driver/Commands.h"
 #include "dynb/Driver/StrategyList.h"
 #include "dynb/JIT/KernelCompiler.h"
+#include "dynb/Lowering/ModuleLowering.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringSet.h"
@@ -64,20 +65,6 @@ LogicalResult emitGpu(ModuleOp kernels, EmitStage emit, const GpuTarget &target,
   return success();
 }
 
-/// What identifies one launch's code: the callee of a module launch, or a
-/// batched op's name, attributes and per-instance operand shapes.
-std::string launchKey(Operation &op) {
-  if (auto call = dyn_cast<BatchedCallOp>(op))
-    return "call:" + call.getCallee().str();
-  std::string key;
-  llvm::raw_string_ostream ks(key);
-  ks << op.getName() << op.getAttrDictionary();
-  for (Type t : op.getOperandTypes())
-    ks << cast<RankedTensorType>(t).getShape().drop_front().size()
-       << cast<RankedTensorType>(t).getShape().back();
-  return key;
-}
-
 } // namespace
 
 int dynb::runCompileCommand(Session &session,
@@ -104,7 +91,7 @@ int dynb::runCompileCommand(Session &session,
     for (Operation &op : s.getBody().front()) {
       if (isa<GatherOp, YieldOp, LookupOp>(op))
         continue;
-      if (!seen.insert(launchKey(op)).second)
+      if (!seen.insert(launchCodeKey(op)).second)
         continue;
       Operation *target = &op;
       if (auto call = dyn_cast<BatchedCallOp>(op))

@@ -537,3 +537,15 @@ dynb::lowerLaunch(Operation *op, StringRef wrapperName) {
   func::FuncOp fn = wrapBatchedOp(op, wrapperName, holder);
   return lowerModuleBody(fn, fn.getName());
 }
+
+std::string dynb::launchCodeKey(Operation &op) {
+  if (auto call = dyn_cast<BatchedCallOp>(op))
+    return "call:" + call.getCallee().str();
+  std::string key;
+  llvm::raw_string_ostream ks(key);
+  ks << op.getName() << op.getAttrDictionary();
+  for (Type t : op.getOperandTypes())
+    ks << cast<RankedTensorType>(t).getShape().drop_front().size()
+       << cast<RankedTensorType>(t).getShape().back();
+  return key;
+}

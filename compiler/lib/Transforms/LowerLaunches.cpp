@@ -31,21 +31,6 @@ using namespace dynb;
 
 namespace {
 
-/// What identifies a launch's code: the callee of a batched call; for any
-/// other op its name, attributes and per-instance operand shapes (rank and
-/// last dimension), so batched ops of different batch sizes share it.
-std::string launchKey(Operation &op) {
-  if (auto call = dyn_cast<BatchedCallOp>(op))
-    return "call:" + call.getCallee().str();
-  std::string key;
-  llvm::raw_string_ostream ks(key);
-  ks << op.getName() << op.getAttrDictionary();
-  for (Type t : op.getOperandTypes())
-    ks << cast<RankedTensorType>(t).getShape().drop_front().size()
-       << cast<RankedTensorType>(t).getShape().back();
-  return key;
-}
-
 /// printSteps' lines without their comment markers.
 ArrayAttr stepLines(Builder &b, const LoweredModule &lowered) {
   std::string text;
@@ -69,7 +54,7 @@ struct LowerLaunchesPass
       for (Operation &op : schedule.getBody().front()) {
         if (isa<GatherOp, YieldOp, LookupOp>(op))
           continue;
-        if (!seen.insert(launchKey(op)).second)
+        if (!seen.insert(launchCodeKey(op)).second)
           continue;
         Operation *target = &op;
         if (auto call = dyn_cast<BatchedCallOp>(op))

@@ -194,15 +194,24 @@ std::vector<float> runOnce(const LoweredModule &m) {
   return out;
 }
 
-TEST(KernelCache, ASecondCacheLoadsWhatTheFirstCompiled) {
+/// kModule's @cell, and cache options over a directory of the test's own.
+class CachedModule : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ctx.loadDialect<DynbDialect, mlir::func::FuncDialect>();
+    module = mlir::parseSourceString<mlir::ModuleOp>(kModule, &ctx);
+    ASSERT_TRUE(module);
+    fn = module->lookupSymbol<mlir::func::FuncOp>("cell");
+    options.directory = dir.path;
+  }
   TempDir dir;
   mlir::MLIRContext ctx;
-  ctx.loadDialect<DynbDialect, mlir::func::FuncDialect>();
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(kModule, &ctx);
-  ASSERT_TRUE(module);
-  auto fn = module->lookupSymbol<mlir::func::FuncOp>("cell");
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::func::FuncOp fn;
   KernelCacheOptions options;
-  options.directory = dir.path;
+};
+
+TEST_F(CachedModule, ASecondCacheLoadsWhatTheFirstCompiled) {
 
   KernelCache first;
   first.setObjectStore(KernelObjectStore::open(options));
@@ -226,15 +235,7 @@ TEST(KernelCache, ASecondCacheLoadsWhatTheFirstCompiled) {
   EXPECT_EQ(uncached.stats().compiled, 1u);
 }
 
-TEST(KernelCache, ADamagedEntryIsCompiledAgainAndReplaced) {
-  TempDir dir;
-  mlir::MLIRContext ctx;
-  ctx.loadDialect<DynbDialect, mlir::func::FuncDialect>();
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(kModule, &ctx);
-  ASSERT_TRUE(module);
-  auto fn = module->lookupSymbol<mlir::func::FuncOp>("cell");
-  KernelCacheOptions options;
-  options.directory = dir.path;
+TEST_F(CachedModule, ADamagedEntryIsCompiledAgainAndReplaced) {
   {
     KernelCache first;
     first.setObjectStore(KernelObjectStore::open(options));

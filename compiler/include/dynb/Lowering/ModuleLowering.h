@@ -66,6 +66,12 @@ mlir::func::FuncOp wrapBatchedOp(mlir::Operation *batchedOp,
 mlir::FailureOr<std::unique_ptr<LoweredModule>>
 lowerLaunch(mlir::Operation *calleeOrBatchedOp, llvm::StringRef wrapperName);
 
+/// What identifies the code one launch of a schedule runs: the callee of a
+/// batched call; for any other op its name, attributes and per-instance
+/// operand shapes (rank and last dimension), so batched ops of different
+/// batch sizes share it. Launches of one key lower to the same kernels.
+std::string launchCodeKey(mlir::Operation &launch);
+
 /// Whether `op` is a feature-map op that lowers to a map step.
 bool isMapOp(mlir::Operation *op);
 
