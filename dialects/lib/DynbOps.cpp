@@ -611,7 +611,51 @@ OpFoldResult GatherOp::fold(FoldAdaptor) {
   return getSources()[0];
 }
 
+//===----------------------------------------------------------------------===//
+// What batching asks of each op (BatchableOpInterface)
+//===----------------------------------------------------------------------===//
+
+// An embedding's row is the launch's data: every row of one table is one
+// signature, and the launch is a lookup of all the members' rows.
+bool EmbeddingOp::isPerRowAttribute(StringAttr name) {
+  return name == getIndexAttrName();
+}
+
+Operation *EmbeddingOp::buildLaunch(OpBuilder &b, ArrayRef<Operation *> members,
+                                    TypeRange resultTypes,
+                                    ValueRange operands) {
+  SmallVector<int64_t> indices;
+  for (Operation *member : members)
+    indices.push_back(cast<EmbeddingOp>(member).getIndexAttr().getInt());
+  return b.create<LookupOp>(getLoc(), resultTypes.front(), getTableAttr(),
+                            b.getDenseI64ArrayAttr(indices));
+}
+
+void EmbeddingOp::describeSignature(llvm::raw_ostream &os) {
+  os << ' ' << getTableAttr();
+}
+
+// A call's launch runs the module once on the stacked arguments.
+Operation *CallOp::buildLaunch(OpBuilder &b, ArrayRef<Operation *> members,
+                               TypeRange resultTypes, ValueRange operands) {
+  return b.create<BatchedCallOp>(getLoc(), resultTypes, getCalleeAttr(),
+                                 operands);
+}
+
+void CallOp::describeSignature(llvm::raw_ostream &os) {
+  os << ' ' << getCalleeAttr();
+}
+
+void LinearOp::describeSignature(llvm::raw_ostream &os) {
+  os << ' ' << getWeightAttr();
+}
+
+void DispatchOp::describeSignature(llvm::raw_ostream &os) {
+  os << ' ' << getExpertsAttr() << " top " << getKAttr().getInt();
+}
+
 #include "dynb/Dialect/DynbEnums.cpp.inc"
+#include "dynb/Dialect/DynbInterfaces.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "dynb/Dialect/DynbOps.cpp.inc"

@@ -20,9 +20,9 @@ SignatureId SignatureTable::intern(Operation *op) {
   Key &key = scratch_;
   key.clear();
   key.push_back(op->getName().getAsOpaquePointer());
-  bool embedding = isa<EmbeddingOp>(op);
+  auto batchable = dyn_cast<BatchableOpInterface>(op);
   for (NamedAttribute attr : op->getAttrs()) {
-    if (embedding && attr.getName() == "index")
+    if (batchable && batchable.isPerRowAttribute(attr.getName()))
       continue;
     key.push_back(attr.getName().getAsOpaquePointer());
     key.push_back(attr.getValue().getAsOpaquePointer());
@@ -47,15 +47,8 @@ std::string SignatureTable::describe(SignatureId id) const {
   std::string s;
   llvm::raw_string_ostream os(s);
   os << op->getName().stripDialect();
-  if (auto call = dyn_cast<CallOp>(op))
-    os << ' ' << call.getCalleeAttr();
-  else if (auto emb = dyn_cast<EmbeddingOp>(op))
-    os << ' ' << emb.getTableAttr();
-  else if (auto lin = dyn_cast<LinearOp>(op))
-    os << ' ' << lin.getWeightAttr();
-  else if (auto dispatch = dyn_cast<DispatchOp>(op))
-    os << ' ' << dispatch.getExpertsAttr() << " top "
-       << dispatch.getKAttr().getInt();
+  if (auto batchable = dyn_cast<BatchableOpInterface>(op))
+    batchable.describeSignature(os);
   os << " (";
   llvm::interleaveComma(op->getOperandTypes(), os);
   os << ") -> (";

@@ -33,8 +33,6 @@ RankedTensorType withBatch(Type perInstance, int64_t n) {
   return RankedTensorType::get(shape, t.getElementType());
 }
 
-/// Emits a schedule's launches as LaunchWalk visits the plan: gathers for
-/// the stacked operands, then the batched op of each group.
 /// The schedule's strategy attribute; the dialect's enum mirrors the batching
 /// library's, which has no MLIR.
 ScheduleStrategy toScheduleStrategy(BatchingStrategy s) {
@@ -49,6 +47,8 @@ ScheduleStrategy toScheduleStrategy(BatchingStrategy s) {
   llvm_unreachable("unknown batching strategy");
 }
 
+/// Emits a schedule's launches as LaunchWalk visits the plan: gathers for
+/// the stacked operands, then the batched op of each group.
 class ScheduleEmitter {
 public:
   ScheduleEmitter(OpBuilder &b, ArrayRef<Operation *> nodes,
@@ -98,26 +98,12 @@ public:
     for (Type t : proto->getResultTypes())
       resultTypes.push_back(withBatch(t, n));
 
-    Operation *launch;
-    if (auto emb = dyn_cast<EmbeddingOp>(proto)) {
-      SmallVector<int64_t> indices;
-      for (NodeId id : members)
-        indices.push_back(cast<EmbeddingOp>(nodes[id]).getIndexAttr().getInt());
-      launch = b.create<LookupOp>(proto->getLoc(), resultTypes.front(),
-                                  emb.getTableAttr(),
-                                  b.getDenseI64ArrayAttr(indices));
-    } else if (auto call = dyn_cast<CallOp>(proto)) {
-      launch = b.create<BatchedCallOp>(proto->getLoc(), resultTypes,
-                                       call.getCalleeAttr(), operands);
-    } else {
-      // Per-instance ops work on the last dimension, so the batched form is
-      // the same op on values with a leading batch dimension.
-      OperationState state(proto->getLoc(), proto->getName());
-      state.addOperands(operands);
-      state.addAttributes(proto->getAttrs());
-      state.addTypes(resultTypes);
-      launch = b.create(state);
-    }
+    SmallVector<Operation *, 16> memberOps;
+    for (NodeId id : members)
+      memberOps.push_back(nodes[id]);
+    // checkInstances admitted only batchable ops.
+    Operation *launch = cast<BatchableOpInterface>(proto).buildLaunch(
+        b, memberOps, resultTypes, operands);
     launches[g] = launch;
   }
 
@@ -161,9 +147,7 @@ BatchInstancesPass::checkInstances(MutableArrayRef<InstanceOp> instances) {
       return failure();
     }
     for (Operation &op : inst.getBody().front().without_terminator())
-      if (op.getDialect() != op.getContext()->getLoadedDialect<DynbDialect>() ||
-          isa<InstanceOp, ScheduleOp, GatherOp, LookupOp, BatchedCallOp>(op) ||
-          op.getNumRegions() != 0)
+      if (!isa<BatchableOpInterface>(op))
         return op.emitOpError()
                << "cannot appear in an instance (instance " << i << ")";
   }

@@ -5,6 +5,7 @@
 #include "dynb/Dialect/DynbDialect.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
@@ -13,6 +14,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "dynb/Dialect/DynbEnums.h.inc"
+#include "dynb/Dialect/DynbInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "dynb/Dialect/DynbOps.h.inc"

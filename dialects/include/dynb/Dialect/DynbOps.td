@@ -4,6 +4,7 @@
 
 include "dynb/Dialect/DynbDialect.td"
 include "dynb/Dialect/DynbEnums.td"
+include "dynb/Dialect/DynbInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/RegionKindInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -78,7 +79,9 @@ def Dynb_OutputOp : Dynb_Op<"output",
 //===----------------------------------------------------------------------===//
 
 def Dynb_EmbeddingOp : Dynb_Op<"embedding",
-    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     DeclareOpInterfaceMethods<Dynb_BatchableOpInterface,
+       ["isPerRowAttribute", "buildLaunch", "describeSignature"]>]> {
   let summary = "row `index` of a parameter table";
   let description = [{
     Row `index` of the table's first dimension: a vector of a matrix, or a
@@ -95,7 +98,8 @@ def Dynb_EmbeddingOp : Dynb_Op<"embedding",
 }
 
 def Dynb_LinearOp : Dynb_Op<"linear",
-    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     DeclareOpInterfaceMethods<Dynb_BatchableOpInterface, ["describeSignature"]>]> {
   let summary = "y = W x + b over the last dimension";
   let description = [{
     `weight` is a [N x K] parameter, `bias` an optional [N] one; the input's
@@ -117,7 +121,8 @@ def Dynb_LinearOp : Dynb_Op<"linear",
 }
 
 class Dynb_BinaryElementwiseOp<string mnemonic, string what>
-    : Dynb_Op<mnemonic, [Pure, Commutative, SameOperandsAndResultType]> {
+    : Dynb_Op<mnemonic, [Pure, Commutative, SameOperandsAndResultType,
+                       Elementwise, Dynb_BatchableOpInterface]> {
   let summary = "elementwise " # what;
   let arguments = (ins Dynb_Tensor:$lhs, Dynb_Tensor:$rhs);
   let results = (outs Dynb_Tensor:$result);
@@ -128,7 +133,8 @@ def Dynb_AddOp : Dynb_BinaryElementwiseOp<"add", "sum">;
 def Dynb_MulOp : Dynb_BinaryElementwiseOp<"mul", "(Hadamard) product">;
 
 class Dynb_UnaryElementwiseOp<string mnemonic, string what>
-    : Dynb_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : Dynb_Op<mnemonic, [Pure, SameOperandsAndResultType, Elementwise,
+                       Dynb_BatchableOpInterface]> {
   let summary = "elementwise " # what;
   let arguments = (ins Dynb_Tensor:$input);
   let results = (outs Dynb_Tensor:$result);
@@ -139,7 +145,7 @@ def Dynb_SigmoidOp : Dynb_UnaryElementwiseOp<"sigmoid", "logistic function 1 / (
 def Dynb_TanhOp : Dynb_UnaryElementwiseOp<"tanh", "hyperbolic tangent">;
 def Dynb_ReluOp : Dynb_UnaryElementwiseOp<"relu", "max(x, 0)">;
 
-def Dynb_ConcatOp : Dynb_Op<"concat", [Pure]> {
+def Dynb_ConcatOp : Dynb_Op<"concat", [Pure, Dynb_BatchableOpInterface]> {
   let summary = "concatenation along the last dimension";
   let description = [{
     ```mlir
@@ -152,7 +158,7 @@ def Dynb_ConcatOp : Dynb_Op<"concat", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Dynb_SliceOp : Dynb_Op<"slice", [Pure]> {
+def Dynb_SliceOp : Dynb_Op<"slice", [Pure, Dynb_BatchableOpInterface]> {
   let summary = "`size` elements from `offset` along the last dimension";
   let description = [{
     ```mlir
@@ -168,7 +174,9 @@ def Dynb_SliceOp : Dynb_Op<"slice", [Pure]> {
 }
 
 def Dynb_CallOp : Dynb_Op<"call",
-    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     DeclareOpInterfaceMethods<Dynb_BatchableOpInterface,
+       ["buildLaunch", "describeSignature"]>]> {
   let summary = "a call of a module on one instance's values";
   let description = [{
     The callee is a `func.func` whose body uses per-instance dynb ops. Calls
@@ -187,7 +195,8 @@ def Dynb_CallOp : Dynb_Op<"call",
 }
 
 def Dynb_DispatchOp : Dynb_Op<"dispatch",
-    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     DeclareOpInterfaceMethods<Dynb_BatchableOpInterface, ["describeSignature"]>]> {
   let summary = "sparsely gated mixture of experts: a value-dependent choice "
                 "among experts";
   let description = [{
@@ -233,7 +242,8 @@ def Dynb_DispatchOp : Dynb_Op<"dispatch",
 //===----------------------------------------------------------------------===//
 
 def Dynb_Conv2DOp : Dynb_Op<"conv2d",
-    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     Dynb_BatchableOpInterface]> {
   let summary = "2-D convolution with stride 1 over the last three dimensions";
   let description = [{
     `y[o, i, j] = bias[o] + sum_{c, u, v} weight[o, c, u, v] *
@@ -257,7 +267,7 @@ def Dynb_Conv2DOp : Dynb_Op<"conv2d",
   let hasVerifier = 1;
 }
 
-def Dynb_MaxPool2DOp : Dynb_Op<"maxpool2d", [Pure]> {
+def Dynb_MaxPool2DOp : Dynb_Op<"maxpool2d", [Pure, Dynb_BatchableOpInterface]> {
   let summary = "2 x 2 max pooling with stride 2 over the last two dimensions";
   let description = [{
     PyTorch's `nn.MaxPool2d(2)`: `C x H x W` to `C x floor(H/2) x floor(W/2)`.
@@ -272,7 +282,7 @@ def Dynb_MaxPool2DOp : Dynb_Op<"maxpool2d", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Dynb_FlattenOp : Dynb_Op<"flatten", [Pure]> {
+def Dynb_FlattenOp : Dynb_Op<"flatten", [Pure, Dynb_BatchableOpInterface]> {
   let summary = "a `C x H x W` map as one vector, in C, H, W order";
   let description = [{
     Flattens the last three dimensions in row-major (C, H, W) order, as
@@ -289,7 +299,8 @@ def Dynb_FlattenOp : Dynb_Op<"flatten", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Dynb_ChannelConcatOp : Dynb_Op<"channel_concat", [Pure]> {
+def Dynb_ChannelConcatOp : Dynb_Op<"channel_concat",
+    [Pure, Dynb_BatchableOpInterface]> {
   let summary = "concatenation of feature maps along the channels";
   let description = [{
     Maps `C_i x H x W` become one `(sum C_i) x H x W` map, the first
