@@ -23,17 +23,9 @@ uint64_t detail::newBatchTag() {
 }
 
 const char *detail::opName(OpKind kind) {
+  if (unsigned(kind) < kNumElementwiseKinds)
+    return elementwiseMnemonic(ElementwiseKind(kind));
   switch (kind) {
-  case OpKind::Add:
-    return "add";
-  case OpKind::Mul:
-    return "mul";
-  case OpKind::Sigmoid:
-    return "sigmoid";
-  case OpKind::Tanh:
-    return "tanh";
-  case OpKind::Relu:
-    return "relu";
   case OpKind::Concat:
     return "concat";
   case OpKind::Slice:
@@ -42,8 +34,9 @@ const char *detail::opName(OpKind kind) {
     return "linear";
   case OpKind::Dispatch:
     return "dispatch";
+  default:
+    return "?";
   }
-  return "?";
 }
 
 const OpInfo *EngineModel::internOp(const OpInfo &key) {
@@ -297,21 +290,27 @@ static std::string sameWidths(OpInfo &key) {
   return "";
 }
 
-Value Instance::add(Value a, Value b) {
-  return addOp(batch_, index_, OpKind::Add, {a, b}, sameWidths);
+Value Instance::elementwise(ElementwiseKind kind,
+                            llvm::ArrayRef<Value> operands) {
+  return addOp(batch_, index_, opKindOf(kind), operands, [&](OpInfo &key) {
+    unsigned arity = elementwiseArity(kind);
+    if (operands.size() != arity)
+      return fmt::format("{} takes {} operand{}, got {}",
+                         elementwiseMnemonic(kind), arity,
+                         arity == 1 ? "" : "s", operands.size());
+    return sameWidths(key);
+  });
 }
-Value Instance::mul(Value a, Value b) {
-  return addOp(batch_, index_, OpKind::Mul, {a, b}, sameWidths);
-}
-Value Instance::sigmoid(Value x) {
-  return addOp(batch_, index_, OpKind::Sigmoid, {x}, sameWidths);
-}
-Value Instance::tanh(Value x) {
-  return addOp(batch_, index_, OpKind::Tanh, {x}, sameWidths);
-}
-Value Instance::relu(Value x) {
-  return addOp(batch_, index_, OpKind::Relu, {x}, sameWidths);
-}
+
+#define DYNB_UNARY_OP(Name, mnemonic)                                          \
+  Value Instance::mnemonic(Value x) {                                          \
+    return elementwise(ElementwiseKind::Name, {x});                            \
+  }
+#define DYNB_BINARY_OP(Name, mnemonic)                                         \
+  Value Instance::mnemonic(Value a, Value b) {                                 \
+    return elementwise(ElementwiseKind::Name, {a, b});                         \
+  }
+#include "dynb/Dialect/ElementwiseOps.def"
 
 Value Instance::concat(llvm::ArrayRef<Value> parts) {
   return addOp(batch_, index_, OpKind::Concat, parts, [&](OpInfo &key) {

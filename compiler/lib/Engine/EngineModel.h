@@ -47,17 +47,19 @@ struct ParamInfo {
   int64_t rows = 0, cols = 0;
 };
 
+/// The elementwise kinds first, in ElementwiseKind's order, so one converts
+/// to the other by value.
 enum class OpKind : uint8_t {
-  Add,
-  Mul,
-  Sigmoid,
-  Tanh,
-  Relu,
+#define DYNB_ELEMENTWISE_OP(Name, mnemonic, arity) Name,
+#include "dynb/Dialect/ElementwiseOps.def"
   Concat,
   Slice,
   Linear,
   Dispatch
 };
+static_assert(unsigned(OpKind::Concat) == kNumElementwiseKinds);
+inline OpKind opKindOf(ElementwiseKind kind) { return OpKind(unsigned(kind)); }
+/// The op's mnemonic.
 const char *opName(OpKind kind);
 
 /// A per-instance op's signature: what it computes on which widths. Ops of

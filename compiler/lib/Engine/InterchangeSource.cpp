@@ -145,61 +145,40 @@ private:
   llvm::SmallVector<std::string_view, 8> keys_;
 };
 
+/// What a node's `op` names: a structural op, an elementwise one (of
+/// ElementwiseOps.def) or nothing this reader takes.
 enum class OpCode : uint8_t {
   Embedding,
   Call,
   Linear,
-  Add,
-  Mul,
-  Sigmoid,
-  Tanh,
-  Relu,
   Concat,
   Slice,
   Dispatch,
+  Elementwise,
   Other
 };
 
-OpCode opCodeOf(std::string_view op) {
-  switch (op.size()) {
-  case 3:
-    if (op == "add")
-      return OpCode::Add;
-    if (op == "mul")
-      return OpCode::Mul;
-    break;
-  case 4:
-    if (op == "tanh")
-      return OpCode::Tanh;
-    if (op == "relu")
-      return OpCode::Relu;
-    if (op == "call")
-      return OpCode::Call;
-    break;
-  case 5:
-    if (op == "slice")
-      return OpCode::Slice;
-    break;
-  case 6:
-    if (op == "linear")
-      return OpCode::Linear;
-    if (op == "concat")
-      return OpCode::Concat;
-    break;
-  case 7:
-    if (op == "sigmoid")
-      return OpCode::Sigmoid;
-    break;
-  case 8:
-    if (op == "dispatch")
-      return OpCode::Dispatch;
-    break;
-  case 9:
-    if (op == "embedding")
-      return OpCode::Embedding;
-    break;
-  }
-  return OpCode::Other;
+struct OpName {
+  OpCode code = OpCode::Other;
+  ElementwiseKind elementwise{};
+};
+
+OpName opNameOf(std::string_view op) {
+  if (op == "embedding")
+    return {OpCode::Embedding};
+  if (op == "call")
+    return {OpCode::Call};
+  if (op == "linear")
+    return {OpCode::Linear};
+  if (std::optional<ElementwiseKind> kind = elementwiseKindNamed(op))
+    return {OpCode::Elementwise, *kind};
+  if (op == "concat")
+    return {OpCode::Concat};
+  if (op == "slice")
+    return {OpCode::Slice};
+  if (op == "dispatch")
+    return {OpCode::Dispatch};
+  return {};
 }
 
 /// A member's value as read, for the op to take or ignore: the importer
@@ -449,7 +428,8 @@ llvm::Error InterchangeSource::Impl::readNode(od::object o, Instance &inst,
   };
 
   llvm::SmallVector<Value, 2> out;
-  switch (opCodeOf(*op.value)) {
+  OpName what = opNameOf(*op.value);
+  switch (what.code) {
   case OpCode::Embedding: {
     std::optional<uint32_t> t =
         table.value ? paramId(*table.value) : std::nullopt;
@@ -485,23 +465,13 @@ llvm::Error InterchangeSource::Impl::readNode(od::object o, Instance &inst,
     out.push_back(inst.linear(operands[0], Param{*w}, biasParam));
     break;
   }
-  case OpCode::Add:
-  case OpCode::Mul:
-    if (!needInputs(2))
-      return failNode(instance, node, "takes 2 inputs");
-    out.push_back(opCodeOf(*op.value) == OpCode::Add
-                      ? inst.add(operands[0], operands[1])
-                      : inst.mul(operands[0], operands[1]));
-    break;
-  case OpCode::Sigmoid:
-  case OpCode::Tanh:
-  case OpCode::Relu: {
-    if (!needInputs(1))
-      return failNode(instance, node, "takes 1 input");
-    OpCode c = opCodeOf(*op.value);
-    out.push_back(c == OpCode::Sigmoid ? inst.sigmoid(operands[0])
-                  : c == OpCode::Tanh  ? inst.tanh(operands[0])
-                                       : inst.relu(operands[0]));
+  case OpCode::Elementwise: {
+    unsigned arity = elementwiseArity(what.elementwise);
+    if (!needInputs(arity))
+      return failNode(instance, node,
+                      arity == 1 ? "takes 1 input"
+                                 : fmt::format("takes {} inputs", arity));
+    out.push_back(inst.elementwise(what.elementwise, operands));
     break;
   }
   case OpCode::Concat:

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "dynb/Import/GraphImporter.h"
 #include "dynb/Dialect/DynbOps.h"
+#include "dynb/Dialect/ElementwiseKind.h"
 #include "dynb/Dialect/Registration.h"
 #include "dynb/Import/DuplicateKeys.h"
 #include "dynb/Import/NestingDepth.h"
@@ -322,26 +323,23 @@ LogicalResult JsonImporter::importNodes(
       out.push_back(
           b.create<LinearOp>(loc, RankedTensorType::get(shape, f32), inputs[0],
                              FlatSymbolRefAttr::get(&ctx, *weight), *bias));
-    } else if (op == "add" || op == "mul") {
-      if (failed(needInputs(2)))
+    } else if (std::optional<ElementwiseKind> kind = elementwiseKindNamed(
+                   std::string_view(op.data(), op.size()))) {
+      // Every elementwise op reads the same way: its arity's inputs, all of
+      // one type, which is also the result's (ElementwiseOps.def).
+      unsigned arity = elementwiseArity(*kind);
+      if (failed(needInputs(arity)))
         return failure();
-      if (inputs[0].getType() != inputs[1].getType())
-        return error(loc) << "'" << op << "' needs inputs of one shape, got "
-                          << inputs[0].getType() << " and "
-                          << inputs[1].getType();
-      if (op == "add")
-        out.push_back(b.create<AddOp>(loc, inputs[0], inputs[1]));
-      else
-        out.push_back(b.create<MulOp>(loc, inputs[0], inputs[1]));
-    } else if (op == "sigmoid" || op == "tanh" || op == "relu") {
-      if (failed(needInputs(1)))
-        return failure();
-      if (op == "sigmoid")
-        out.push_back(b.create<SigmoidOp>(loc, inputs[0]));
-      else if (op == "tanh")
-        out.push_back(b.create<TanhOp>(loc, inputs[0]));
-      else
-        out.push_back(b.create<ReluOp>(loc, inputs[0]));
+      for (unsigned i = 1; i < arity; ++i)
+        if (inputs[i].getType() != inputs[0].getType())
+          return error(loc)
+                 << "'" << op << "' needs inputs of one shape, got "
+                 << inputs[0].getType() << " and " << inputs[i].getType();
+      OperationState state(loc,
+                           (Twine("dynb.") + elementwiseMnemonic(*kind)).str());
+      state.addOperands(ValueRange(inputs).take_front(arity));
+      state.addTypes(inputs[0].getType());
+      out.push_back(b.create(state)->getResult(0));
     } else if (op == "concat") {
       if (inputs.size() < 2)
         return error(loc) << "'concat' takes at least 2 inputs, got "

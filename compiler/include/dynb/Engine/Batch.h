@@ -13,6 +13,8 @@
 #ifndef DYNB_ENGINE_BATCH_H
 #define DYNB_ENGINE_BATCH_H
 
+#include "dynb/Dialect/ElementwiseKind.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
@@ -64,11 +66,14 @@ public:
   llvm::SmallVector<Value, 2> call(Module module, llvm::ArrayRef<Value> args);
   /// weight x + bias (weight [N x K], bias [N]) on a K-vector.
   Value linear(Value x, Param weight, std::optional<Param> bias = {});
-  Value add(Value a, Value b);
-  Value mul(Value a, Value b);
-  Value sigmoid(Value x);
-  Value tanh(Value x);
-  Value relu(Value x);
+  /// One method per elementwise op of the dialect (ElementwiseOps.def),
+  /// named as the op: add(a, b), mul(a, b), sigmoid(x), tanh(x), relu(x),
+  /// ... Operands have one width, which the result has.
+#define DYNB_UNARY_OP(Name, mnemonic) Value mnemonic(Value x);
+#define DYNB_BINARY_OP(Name, mnemonic) Value mnemonic(Value a, Value b);
+#include "dynb/Dialect/ElementwiseOps.def"
+  /// The elementwise op `kind` on its elementwiseArity(kind) operands.
+  Value elementwise(ElementwiseKind kind, llvm::ArrayRef<Value> operands);
   Value concat(llvm::ArrayRef<Value> parts);
   /// `size` elements of x from `offset`.
   Value slice(Value x, int64_t offset, int64_t size);
