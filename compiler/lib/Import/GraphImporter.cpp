@@ -429,10 +429,12 @@ LogicalResult JsonImporter::importNodes(
           FlatSymbolRefAttr::get(&ctx, *experts), b.getI64IntegerAttr(*top),
           b.getI64IntegerAttr(noiseSeed)));
     } else {
-      return error(loc) << "unknown op '" << op
-                        << "' (expected arg, embedding, linear, add, mul, "
-                           "sigmoid, tanh, relu, concat, slice, call or "
-                           "dispatch)";
+      InFlightDiagnostic diag = error(loc);
+      diag << "unknown op '" << op << "' (expected arg, embedding, linear, ";
+      for (unsigned k = 0; k < kNumElementwiseKinds; ++k)
+        diag << elementwiseMnemonic(ElementwiseKind(k)) << ", ";
+      diag << "concat, slice, call or dispatch)";
+      return diag;
     }
     results.push_back(std::move(out));
   }
