@@ -187,6 +187,8 @@ Value BodyLowering::emitScalar(OpBuilder &kb, Operation *op,
     return kb.create<arith::MulFOp>(loc, x[0], x[1]);
   if (isa<TanhOp>(op))
     return kb.create<math::TanhOp>(loc, x[0]);
+  if (isa<NegOp>(op))
+    return kb.create<arith::NegFOp>(loc, x[0]);
   if (isa<ReluOp>(op)) {
     Value zero = kb.create<arith::ConstantOp>(loc, kb.getF32FloatAttr(0.0f));
     return kb.create<arith::MaximumFOp>(loc, x[0], zero);

@@ -104,6 +104,8 @@ ReferenceInterpreter::evalBlock(Block &block,
       unary([](float v) { return float(std::tanh(double(v))); });
     } else if (isa<ReluOp>(op)) {
       unary([](float v) { return v > 0.0f ? v : 0.0f; });
+    } else if (isa<NegOp>(op)) {
+      unary([](float v) { return -v; });
     } else if (auto concat = dyn_cast<ConcatOp>(op)) {
       int64_t outW = lastDim(concat.getResult());
       int64_t rows = in(0).size() / lastDim(concat.getInputs()[0]);

@@ -20,6 +20,8 @@ func.func @cell(%x: tensor<4xf32>, %c: tensor<4xf32>) -> (tensor<4xf32>, tensor<
   %tu = dynb.tanh %u : tensor<4xf32>
   // CHECK: dynb.relu
   %ro = dynb.relu %o : tensor<4xf32>
+  // CHECK: dynb.neg
+  %ng = dynb.neg %ro : tensor<4xf32>
   // CHECK: dynb.mul
   %m = dynb.mul %si, %tu : tensor<4xf32>
   // CHECK: dynb.add

@@ -144,6 +144,7 @@ class Dynb_UnaryElementwiseOp<string mnemonic, string what>
 def Dynb_SigmoidOp : Dynb_UnaryElementwiseOp<"sigmoid", "logistic function 1 / (1 + exp(-x))">;
 def Dynb_TanhOp : Dynb_UnaryElementwiseOp<"tanh", "hyperbolic tangent">;
 def Dynb_ReluOp : Dynb_UnaryElementwiseOp<"relu", "max(x, 0)">;
+def Dynb_NegOp : Dynb_UnaryElementwiseOp<"neg", "negation -x">;
 
 def Dynb_ConcatOp : Dynb_Op<"concat", [Pure, Dynb_BatchableOpInterface]> {
   let summary = "concatenation along the last dimension";
