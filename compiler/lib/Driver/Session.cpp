@@ -1,4 +1,4 @@
-//===- Session.cpp - The compile-and-run flow behind dynbc ----------------===//
+//===- Session.cpp - The batch, plan, run and check flow behind dynbc -----===//
 #include "dynb/Driver/Session.h"
 #include "dynb/Dialect/DynbOps.h"
 #include "dynb/Driver/MemoryProbes.h"
@@ -30,17 +30,6 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
       .count();
 }
-
-llvm::Error makeError(const llvm::Twine &msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
-}
-
-std::string shapeString(llvm::ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 } // namespace
 
 void RunResult::sampleAnonymous() {
@@ -56,60 +45,7 @@ double RunResult::medianPassSeconds() const {
   return s[s.size() / 2];
 }
 
-/// Locations made by the JSON importer name the instance and node in a
-/// NameLoc around file:line:col; print them as `file:line:col: error:
-/// instance 3, node 17 (call): ...` (the source handler would drop the
-/// name, and quote a JSON line that can be megabytes long). Locations in
-/// .mlir files fall through to the source manager handler.
-static std::unique_ptr<ScopedDiagnosticHandler>
-attachJsonDiagnostics(MLIRContext &ctx, llvm::raw_ostream &diagnostics) {
-  return std::make_unique<ScopedDiagnosticHandler>(
-      &ctx, [&diagnostics](Diagnostic &diag) -> LogicalResult {
-        auto name = dyn_cast<NameLoc>(diag.getLocation());
-        auto file = name ? dyn_cast<FileLineColLoc>(name.getChildLoc())
-                         : dyn_cast<FileLineColLoc>(diag.getLocation());
-        if (!file || file.getFilename().strref().ends_with(".mlir"))
-          return failure();
-        auto print = [&](Diagnostic &d, StringRef kind) {
-          Location l = d.getLocation();
-          auto n = dyn_cast<NameLoc>(l);
-          auto f = n ? dyn_cast<FileLineColLoc>(n.getChildLoc())
-                     : dyn_cast<FileLineColLoc>(l);
-          if (f)
-            diagnostics << f.getFilename().strref() << ":" << f.getLine() << ":"
-                        << f.getColumn() << ": ";
-          diagnostics << kind << ": ";
-          if (n)
-            diagnostics << n.getName().strref() << ": ";
-          diagnostics << d << "\n";
-        };
-        StringRef kind =
-            diag.getSeverity() == DiagnosticSeverity::Error     ? "error"
-            : diag.getSeverity() == DiagnosticSeverity::Warning ? "warning"
-                                                                : "note";
-        print(diag, kind);
-        for (Diagnostic &note : diag.getNotes())
-          print(note, "note");
-        return success();
-      });
-}
-
-Session::Session(llvm::raw_ostream &diagnostics)
-    : diagnostics_(diagnostics),
-      ctx_(std::make_unique<MLIRContext>(MLIRContext::Threading::DISABLED)) {
-  registerDynbDialects(*ctx_);
-  loadLoweringDialects(*ctx_);
-  // Users read these diagnostics, not compiler developers: no IR dumps, and
-  // no source excerpt for JSON, whose one line can be megabytes.
-  ctx_->printOpOnDiagnostic(false);
-  diagHandler_ = std::make_unique<SourceMgrDiagnosticHandler>(
-      sourceMgr_, ctx_.get(), diagnostics, [](Location loc) {
-        auto file = dyn_cast<FileLineColLoc>(loc);
-        return !file || file.getFilename().strref().ends_with(".mlir");
-      });
-  jsonDiagHandler_ = attachJsonDiagnostics(*ctx_, diagnostics);
-  kernels_ = std::make_unique<KernelCache>();
-}
+Session::Session(llvm::raw_ostream &diagnostics) : ModelLoader(diagnostics) {}
 
 Session::~Session() = default;
 
@@ -145,53 +81,6 @@ LogicalResult Session::fallBackToImporter(llvm::Error why) {
   return failure();
 }
 
-LogicalResult Session::loadGraphs(StringRef path) {
-  auto t0 = std::chrono::steady_clock::now();
-  auto timed = llvm::make_scope_exit([&] { loadSeconds_ = secondsSince(t0); });
-  ImportLimits importLimits;
-  importLimits.maxNodes = limits_.maxNodes;
-  // CLEVR's own question files become IEP instances (ClevrImporter.h).
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> clevrText =
-      path.ends_with(".json")
-          ? llvm::MemoryBuffer::getFile(path, true)
-          : std::make_error_code(std::errc::invalid_argument);
-  if (clevrText && looksLikeClevrQuestions((*clevrText)->getBuffer()))
-    module_ = importClevrQuestions(path, (*clevrText)->getBuffer(), *ctx_,
-                                   clevr_, importLimits);
-  else
-    module_ = importGraphFile(path, *ctx_, sourceMgr_, importLimits);
-  return checkLoaded();
-}
-
-LogicalResult Session::loadJsonGraphs(StringRef name, StringRef text) {
-  ImportLimits importLimits;
-  importLimits.maxNodes = limits_.maxNodes;
-  module_ = importJsonGraphs(name, text, *ctx_, importLimits);
-  return checkLoaded();
-}
-
-LogicalResult Session::checkLoaded() {
-  if (!module_)
-    return failure();
-  // What the runtime path needs beyond the verifier: unbatched input, and
-  // modules without calls (the batched path runs module bodies as flat step
-  // lists).
-  for (ScheduleOp s : module_->getOps<ScheduleOp>()) {
-    s.emitOpError() << "is a batched schedule: dynb batches instances "
-                       "itself, give it the unbatched graphs";
-    return failure();
-  }
-  bool ok = true;
-  module_->walk([&](func::FuncOp fn) {
-    fn.walk([&](CallOp call) {
-      call.emitOpError() << "inside module @" << fn.getName()
-                         << ": modules cannot call modules yet";
-      ok = false;
-    });
-  });
-  return success(ok);
-}
-
 uint64_t Session::numInstances() {
   if (planner_)
     return planner_->numInstances();
@@ -200,68 +89,8 @@ uint64_t Session::numInstances() {
   return llvm::range_size(module_->getOps<InstanceOp>());
 }
 
-llvm::Error Session::checkParams() {
-  for (ParamOp p : module_->getOps<ParamOp>()) {
-    const rt::ParamTensor *t = params_.find(p.getSymName());
-    ArrayRef<int64_t> want = p.getTensorType().getShape();
-    if (!t)
-      return makeError("no values for parameter '" + p.getSymName() + "' " +
-                       shapeString(want));
-    if (ArrayRef<int64_t>(t->shape) != want)
-      return makeError("parameter '" + p.getSymName() + "' has shape " +
-                       shapeString(t->shape) + " but the model declares " +
-                       shapeString(want));
-  }
-  return llvm::Error::success();
-}
-
-llvm::Error Session::loadParams(StringRef path) {
-  if (llvm::Error e = loadSafetensors(path, params_, limits_.maxMemoryBytes,
-                                      limits_.memoryLimitName))
-    return e;
-  if (llvm::Error e = checkParams())
-    return makeError(path + ": " + llvm::toString(std::move(e)));
-  return llvm::Error::success();
-}
-
-llvm::Error Session::loadMoreParams(StringRef path) {
-  rt::ParameterStore more;
-  if (llvm::Error e = loadSafetensors(path, more, limits_.maxMemoryBytes,
-                                      limits_.memoryLimitName))
-    return e;
-  for (const std::string &name : more.names()) {
-    const rt::ParamTensor *t = more.find(name);
-    if (rt::Status s = params_.add(name, t->shape, t->data))
-      return makeError(path + ": " + s.message());
-  }
-  if (llvm::Error e = checkParams())
-    return makeError(path + ": " + llvm::toString(std::move(e)));
-  return llvm::Error::success();
-}
-
-static uint64_t paramBytes(ModuleOp module) {
-  uint64_t bytes = 0;
-  for (ParamOp p : module.getOps<ParamOp>())
-    bytes += uint64_t(p.getTensorType().getNumElements()) * sizeof(float);
-  return bytes;
-}
-
 static std::string gib(uint64_t bytes) {
   return llvm::formatv("{0:F2} GiB", double(bytes) / double(1ull << 30));
-}
-
-llvm::Error Session::seedParams(uint64_t seed) {
-  uint64_t bytes = paramBytes(*module_);
-  if (limits_.maxMemoryBytes && bytes > limits_.maxMemoryBytes)
-    return makeError("the model's parameters need " + gib(bytes) +
-                     ", more than " + limits_.memoryLimitName + " of " +
-                     gib(limits_.maxMemoryBytes) + "; raise it to run");
-  for (ParamOp p : module_->getOps<ParamOp>()) {
-    ArrayRef<int64_t> shape = p.getTensorType().getShape();
-    params_.addSeeded(p.getSymName().str(),
-                      std::vector<int64_t>(shape.begin(), shape.end()), seed);
-  }
-  return llvm::Error::success();
 }
 
 /// Runs dynb-batch on `module`. Without `verifyAfter`, the caller verifies
@@ -371,7 +200,7 @@ FailureOr<std::vector<rt::Plan>> Session::buildPlans(ModuleOp module,
   result.modulesCompiled += kernels_->stats().compiled - before.compiled;
   result.modulesLoaded += kernels_->stats().loaded - before.loaded;
   result.planSeconds += secondsSince(t0) - jit;
-  result.paramBytes = int64_t(paramBytes(*module_));
+  result.paramBytes = int64_t(parameterBytes());
   for (const rt::Plan &plan : plans)
     result.peakLiveBytes =
         std::max(result.peakLiveBytes, rt::peakLiveBytes(plan));
@@ -391,7 +220,7 @@ LogicalResult Session::checkPlanMemory(const std::vector<rt::Plan> &plans,
     }
   // The executor's copies of expert weights in oneDNN's layout count too.
   uint64_t packed = uint64_t(rt::dispatchPackedWeightBytes(plans, {}));
-  uint64_t needed = paramBytes(*module_) + uint64_t(largest) + packed;
+  uint64_t needed = parameterBytes() + uint64_t(largest) + packed;
   if (limits_.maxMemoryBytes && needed > limits_.maxMemoryBytes)
     return emitError(loc) << "batch " << firstBatch + largestIndex << " needs "
                           << gib(largest) << " of buffers (" << gib(needed)
@@ -726,7 +555,7 @@ FailureOr<RunResult> Session::runStreamed(const RunOptions &options) {
         return failure();
     }
   }
-  result.paramBytes = int64_t(paramBytes(*module_));
+  result.paramBytes = int64_t(parameterBytes());
   for (const std::vector<float> &v : result.outputs.values)
     result.outputBytes += int64_t(v.size() * sizeof(float));
   return result;

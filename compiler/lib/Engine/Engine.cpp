@@ -1,6 +1,6 @@
 //===- Engine.cpp - Loading a model and compiling its modules once --------===//
 //
-// The MLIR side of the embedded API: a Session loads the model and the
+// The MLIR side of the embedded API: a ModelLoader loads the model and the
 // parameters (with the CLI's located diagnostics, captured into errors),
 // every module is lowered and JIT-compiled once through the KernelCache,
 // and a per-instance op of a new signature is compiled on first use by
@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "EngineModel.h"
 #include "dynb/Dialect/DynbOps.h"
-#include "dynb/Driver/Session.h"
+#include "dynb/Driver/ModelLoader.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -22,10 +22,10 @@ using namespace dynb;
 using namespace dynb::detail;
 
 struct EngineModel::Compiler {
-  /// The Session's diagnostics, as dynbc would print them.
+  /// The loader's diagnostics, as dynbc would print them.
   std::string diagnostics;
   llvm::raw_string_ostream diagStream{diagnostics};
-  std::unique_ptr<Session> session;
+  std::unique_ptr<ModelLoader> loader;
   /// Holds the single-op functions compiled for per-instance ops.
   OwningOpRef<ModuleOp> scratch;
 
@@ -63,8 +63,8 @@ Engine::load(const EngineOptions &options) {
   m.options = options;
   m.compiler = std::make_unique<EngineModel::Compiler>();
   EngineModel::Compiler &c = *m.compiler;
-  c.session = std::make_unique<Session>(c.diagStream);
-  Session &s = *c.session;
+  c.loader = std::make_unique<ModelLoader>(c.diagStream);
+  ModelLoader &s = *c.loader;
   s.kernels().setObjectStore(KernelObjectStore::open(options.kernelCache));
   // Messages name the model by its path, or this for a model in memory.
   if (m.options.modelPath.empty())
@@ -160,7 +160,7 @@ llvm::Error EngineModel::compileOp(OpInfo &op) {
     return makeError("a dispatch runs its expert module: it has no kernel");
   auto start = std::chrono::steady_clock::now();
   Compiler &c = *compiler;
-  MLIRContext &ctx = c.session->context();
+  MLIRContext &ctx = c.loader->context();
   Location loc = NameLoc::get(StringAttr::get(&ctx, opName(op.kind)));
   OpBuilder b = OpBuilder::atBlockEnd(c.scratch->getBody());
   // The batched op on one row: KernelCache::getOp wraps it as a module of
@@ -190,8 +190,7 @@ llvm::Error EngineModel::compileOp(OpInfo &op) {
                          FlatSymbolRefAttr::get(&ctx, params[op.b].name));
   }
   Operation *batched = b.create(state);
-  FailureOr<const LoweredModule *> lowered =
-      c.session->kernels().getOp(batched);
+  FailureOr<const LoweredModule *> lowered = c.loader->kernels().getOp(batched);
   holder.erase();
   if (failed(lowered))
     return c.takeError(

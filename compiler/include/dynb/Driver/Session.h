@@ -1,9 +1,9 @@
-//===- Session.h - Load, batch, compile, run and check: one place -*- C++
+//===- Session.h - Batch, compile, run and check what was loaded -*- C++
 //-*-===//
 //
-// What `dynbc` does, as a library the tests and benchmarks call too: load a
-// model and a batch of instances, load or seed the parameters, batch with a
-// strategy, build plans (JIT-compiling new modules), run them, and compare
+// What `dynbc` does after loading (ModelLoader.h), as a library the tests
+// and benchmarks call too: batch with a strategy, build plans (JIT-compiling
+// new modules), run them, stream JSON Lines batch by batch, and compare
 // with the reference interpreter.
 //
 //===----------------------------------------------------------------------===//
@@ -11,6 +11,7 @@
 #define DYNB_DRIVER_SESSION_H
 
 #include "dynb/Batching/Scheduler.h"
+#include "dynb/Driver/ModelLoader.h"
 #include "dynb/Driver/Outputs.h"
 #include "dynb/Import/ClevrImporter.h"
 #include "dynb/Import/GraphImporter.h"
@@ -152,31 +153,13 @@ public:
                                                      RunResult &result) = 0;
 };
 
-/// What a session refuses before allocating: defaults fit a 24 GiB machine.
-struct SessionLimits {
-  /// Nodes in the input (0: no limit).
-  uint64_t maxNodes = 20'000'000;
-  /// Parameters plus the largest batch's arena, bytes (0: no limit).
-  uint64_t maxMemoryBytes = uint64_t(16) << 30;
-  /// How refusals name that limit: a library caller sets it through its
-  /// options, dynbc through a flag, and each says so in its own words.
-  std::string memoryLimitName = "the memory limit";
-};
-
-class Session {
+/// A ModelLoader that also batches, plans, runs and checks what it loaded.
+class Session : public ModelLoader {
 public:
   /// Diagnostics (located, as dynbc prints them) go to `diagnostics`.
   explicit Session(llvm::raw_ostream &diagnostics = llvm::errs());
   ~Session();
 
-  mlir::MLIRContext &context() { return *ctx_; }
-  /// The loaded (unbatched) model and instances.
-  mlir::ModuleOp module() { return *module_; }
-  const rt::ParameterStore &params() const { return params_; }
-  KernelCache &kernels() { return *kernels_; }
-
-  /// Reads graphs (see importGraphFile); diagnostics go to stderr.
-  mlir::LogicalResult loadGraphs(llvm::StringRef path);
   /// Opens a JSON Lines file for streamed runs: only the model is read now;
   /// each run() reads, plans and runs one batch of instances at a time and
   /// lets go of it before the next, so memory holds one batch's graphs and
@@ -186,28 +169,11 @@ public:
   /// RunOptions::check).
   mlir::LogicalResult openStream(llvm::StringRef path);
   bool streaming() const { return stream_ != nullptr; }
-  /// The same from interchange JSON in memory; `name` is used in locations.
-  mlir::LogicalResult loadJsonGraphs(llvm::StringRef name,
-                                     llvm::StringRef text);
-  /// Reads parameters and checks them against the model's dynb.param ops.
-  llvm::Error loadParams(llvm::StringRef path);
-  /// Reads more tensors (e.g. CLEVR image features), replacing those of
-  /// the same name, and checks the whole set against the model again.
-  llvm::Error loadMoreParams(llvm::StringRef path);
-  /// Seeds every parameter of the model (deterministic); fails when they
-  /// would exceed the memory limit.
-  llvm::Error seedParams(uint64_t seed);
-  void setLimits(const SessionLimits &limits) { limits_ = limits; }
   /// Plans through `planner` instead of the dynb-batch pass. Load the
   /// model first: the model only (loadJsonGraphs of the model's text), or
   /// openStream for a streamed run.
   void setPlanner(std::unique_ptr<BatchPlanner> planner, llvm::StringRef path);
   bool hasPlanner() const { return planner_ != nullptr; }
-  /// Seconds loadGraphs took (the whole-input MLIR import).
-  double loadSeconds() const { return loadSeconds_; }
-  /// The IEP model's sizes for CLEVR question files (see ClevrImporter.h).
-  void setClevrConfig(const ClevrModelConfig &config) { clevr_ = config; }
-  const SessionLimits &limits() const { return limits_; }
 
   uint64_t numInstances();
   /// A copy of the loaded module batched by `dynb-batch`.
@@ -222,9 +188,6 @@ public:
   mlir::FailureOr<StackedOutputs> runReference();
 
 private:
-  llvm::Error checkParams();
-  /// What the runtime path needs of a loaded module beyond the verifier.
-  mlir::LogicalResult checkLoaded();
   mlir::FailureOr<RunResult> runStreamed(const RunOptions &options);
   mlir::FailureOr<llvm::SmallVector<ScheduleOp>>
   addSchedulesTo(mlir::ModuleOp module, BatchingStrategy strategy,
@@ -244,20 +207,9 @@ private:
   /// importer accepts the input, which then runs on the MLIR path.
   mlir::LogicalResult fallBackToImporter(llvm::Error why);
 
-  llvm::raw_ostream &diagnostics_;
   std::unique_ptr<BatchPlanner> planner_;
   std::string plannerPath_;
-  double loadSeconds_ = 0;
-  std::unique_ptr<mlir::MLIRContext> ctx_;
-  llvm::SourceMgr sourceMgr_;
-  std::unique_ptr<mlir::SourceMgrDiagnosticHandler> diagHandler_;
-  std::unique_ptr<mlir::ScopedDiagnosticHandler> jsonDiagHandler_;
-  mlir::OwningOpRef<mlir::ModuleOp> module_;
   std::unique_ptr<JsonLinesStream> stream_;
-  rt::ParameterStore params_;
-  std::unique_ptr<KernelCache> kernels_;
-  SessionLimits limits_;
-  ClevrModelConfig clevr_;
 };
 
 } // namespace dynb
