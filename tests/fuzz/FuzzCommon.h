@@ -12,6 +12,7 @@
 
 #include "FuzzAssert.h"
 
+#include "dynb/Dialect/Registration.h"
 #include "dynb/Import/GraphImporter.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -33,7 +34,7 @@ public:
       ctx_.reset();
       ctx_ = std::make_unique<mlir::MLIRContext>(
           mlir::MLIRContext::Threading::DISABLED);
-      registerDynbDialects(*ctx_);
+      loadDynbDialects(*ctx_);
       // Keep diagnostics quiet (FUZZ_VERBOSE=1 prints them to stderr).
       if (!std::getenv("FUZZ_VERBOSE"))
         handler_ = std::make_unique<mlir::ScopedDiagnosticHandler>(

@@ -1,6 +1,7 @@
 //===- ModelLoader.cpp - A model, its instances and parameters, loaded ---===//
 #include "dynb/Driver/ModelLoader.h"
 #include "dynb/Dialect/DynbOps.h"
+#include "dynb/Dialect/Registration.h"
 #include "dynb/Import/GraphImporter.h"
 #include "dynb/Import/Safetensors.h"
 #include "dynb/Lowering/ModuleLowering.h"
@@ -66,7 +67,7 @@ dynb::attachJsonDiagnostics(MLIRContext &ctx, llvm::raw_ostream &diagnostics) {
 ModelLoader::ModelLoader(llvm::raw_ostream &diagnostics)
     : diagnostics_(diagnostics),
       ctx_(std::make_unique<MLIRContext>(MLIRContext::Threading::DISABLED)) {
-  registerDynbDialects(*ctx_);
+  loadDynbDialects(*ctx_);
   loadLoweringDialects(*ctx_);
   // Users read these diagnostics, not compiler developers: no IR dumps, and
   // no source excerpt for JSON, whose one line can be megabytes.

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "dynb/Import/ClevrImporter.h"
 #include "dynb/Dialect/DynbOps.h"
+#include "dynb/Dialect/Registration.h"
 #include "dynb/Import/DuplicateKeys.h"
 #include "dynb/Import/NestingDepth.h"
 
@@ -471,7 +472,7 @@ OwningOpRef<ModuleOp> dynb::importClevrQuestions(StringRef name, StringRef text,
                                                  MLIRContext &ctx,
                                                  const ClevrModelConfig &config,
                                                  const ImportLimits &limits) {
-  registerDynbDialects(ctx);
+  loadDynbDialects(ctx);
   Location fileLoc = FileLineColLoc::get(&ctx, name, 1, 1);
   if (std::optional<unsigned> line =
           findExcessiveNesting(text, kMaxNestingDepth, false)) {

@@ -33,8 +33,6 @@ using namespace mlir;
 using namespace dynb;
 namespace json = llvm::json;
 
-void dynb::registerDynbDialects(MLIRContext &ctx) { loadDynbDialects(ctx); }
-
 namespace {
 
 constexpr int64_t kFormatVersion = 1;
@@ -646,7 +644,7 @@ static LogicalResult checkNesting(MLIRContext &ctx, StringRef name,
 OwningOpRef<ModuleOp> dynb::importJsonGraphs(StringRef name, StringRef text,
                                              MLIRContext &ctx,
                                              const ImportLimits &limits) {
-  registerDynbDialects(ctx);
+  loadDynbDialects(ctx);
   if (failed(checkNesting(ctx, name, text, /*lineComments=*/false)))
     return nullptr;
   if (std::optional<DuplicateKey> dup = findDuplicateKey(text)) {
@@ -677,7 +675,7 @@ OwningOpRef<ModuleOp> dynb::importJsonGraphs(StringRef name, StringRef text,
 OwningOpRef<ModuleOp> dynb::importGraphFile(StringRef path, MLIRContext &ctx,
                                             llvm::SourceMgr &sourceMgr,
                                             const ImportLimits &limits) {
-  registerDynbDialects(ctx);
+  loadDynbDialects(ctx);
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buf =
       llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
   if (!buf) {
@@ -783,7 +781,7 @@ struct JsonLinesStream::Impl {
   }
   /// A module in `ctx` holding the model, and the importer that made it.
   std::unique_ptr<JsonImporter> importModel(MLIRContext &ctx) {
-    registerDynbDialects(ctx);
+    loadDynbDialects(ctx);
     auto importer = std::make_unique<JsonImporter>(path, ctx, limits);
     if (failed(importer->importLine(header, headerLine, /*header=*/true)) ||
         failed(verify(importer->currentModule())))
@@ -810,7 +808,7 @@ JsonLinesStream::~JsonLinesStream() = default;
 std::unique_ptr<JsonLinesStream>
 JsonLinesStream::open(StringRef path, MLIRContext &ctx,
                       const ImportLimits &limits) {
-  registerDynbDialects(ctx);
+  loadDynbDialects(ctx);
   auto impl = std::make_unique<Impl>(path, limits);
   if (failed(impl->openAtFirstInstance(ctx)) ||
       failed(impl->checkLine(ctx, impl->header)))

@@ -73,9 +73,6 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-/// The registry of dialects dynb's tools load.
-void registerDynbDialects(mlir::MLIRContext &ctx);
-
 } // namespace dynb
 
 #endif // DYNB_IMPORT_GRAPHIMPORTER_H
