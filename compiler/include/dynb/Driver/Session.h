@@ -84,6 +84,9 @@ struct RunResult {
   double parseSeconds = 0;
   /// The front end that planned: "records" (a BatchPlanner) or "mlir".
   const char *frontEnd = "mlir";
+  /// Whether the records front end planned each batch while the one before
+  /// it ran (a run for its outputs, when that pays: Session.cpp).
+  bool planningOverlapped = false;
   double jitSeconds = 0; // lowering + JIT of modules new to the cache
   unsigned modulesCompiled = 0;
   /// Modules loaded from the persistent kernel cache instead.
@@ -148,7 +151,10 @@ public:
   /// decodes values into node records. 0 where the two are not apart.
   virtual double indexSeconds() const { return 0; }
   /// Plans the batches held now with `strategy`, adding nodes, launches,
-  /// the lower bound, plan statistics and times to `result`.
+  /// the lower bound, plan statistics and times to `result` (a counter
+  /// added here must be added to addPlanCounts in Session.cpp too: a run
+  /// may plan into a result of its own on another thread). Called from one
+  /// thread at a time, not always the same one.
   virtual llvm::Expected<std::vector<rt::Plan>> plan(BatchingStrategy strategy,
                                                      RunResult &result) = 0;
 };
