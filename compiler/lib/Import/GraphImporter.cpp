@@ -335,7 +335,7 @@ LogicalResult JsonImporter::importNodes(
                  << inputs[0].getType() << " and " << inputs[i].getType();
       OperationState state(loc,
                            (Twine("dynb.") + elementwiseMnemonic(*kind)).str());
-      state.addOperands(ValueRange(inputs).take_front(arity));
+      state.addOperands(inputs);
       state.addTypes(inputs[0].getType());
       out.push_back(b.create(state)->getResult(0));
     } else if (op == "concat") {
