@@ -263,6 +263,40 @@ LogicalResult SliceOp::verify() {
   return success();
 }
 
+LogicalResult SoftmaxXentOp::verify() {
+  RankedTensorType logits = getLogits().getType();
+  if (logits.getRank() != 1 || logits.getDimSize(0) < 1)
+    return emitOpError() << "logits must be a non-empty vector, got "
+                         << shapeString(logits.getShape());
+  int64_t label = getLabelAttr().getInt();
+  if (label < 0 || label >= logits.getDimSize(0))
+    return emitOpError() << "label " << label << " is not a class of "
+                         << logits.getDimSize(0) << " logits";
+  if (getLoss().getType().getShape() != ArrayRef<int64_t>{1})
+    return emitOpError() << "result must be [1], got "
+                         << shapeString(getLoss().getType().getShape());
+  return success();
+}
+
+LogicalResult BatchedSoftmaxXentOp::verify() {
+  RankedTensorType logits = getLogits().getType();
+  if (logits.getRank() != 2)
+    return emitOpError() << "logits must be [N x classes], got "
+                         << shapeString(logits.getShape());
+  int64_t n = logits.getDimSize(0), classes = logits.getDimSize(1);
+  if (static_cast<int64_t>(getLabels().size()) != n)
+    return emitOpError() << getLabels().size() << " labels for " << n
+                         << " rows";
+  for (int64_t label : getLabels())
+    if (label < 0 || label >= classes)
+      return emitOpError() << "label " << label << " is not a class of "
+                           << classes << " logits";
+  if (getLoss().getType().getShape() != ArrayRef<int64_t>{n, 1})
+    return emitOpError() << "result must be " << shapeString({n, 1}) << ", got "
+                         << shapeString(getLoss().getType().getShape());
+  return success();
+}
+
 /// Checks that `actual` is `expected` with `batch` leading dimensions
 /// prepended (none for per-instance calls).
 static LogicalResult checkCallTypes(Operation *op, func::FuncOp callee,
@@ -633,6 +667,23 @@ Operation *EmbeddingOp::buildLaunch(OpBuilder &b, ArrayRef<Operation *> members,
 
 void EmbeddingOp::describeSignature(llvm::raw_ostream &os) {
   os << ' ' << getTableAttr();
+}
+
+// A loss's label is the launch's data, as an embedding's row is.
+bool SoftmaxXentOp::isPerRowAttribute(StringAttr name) {
+  return name == getLabelAttrName();
+}
+
+Operation *SoftmaxXentOp::buildLaunch(OpBuilder &b,
+                                      ArrayRef<Operation *> members,
+                                      TypeRange resultTypes,
+                                      ValueRange operands) {
+  SmallVector<int64_t> labels;
+  for (Operation *member : members)
+    labels.push_back(cast<SoftmaxXentOp>(member).getLabelAttr().getInt());
+  return b.create<BatchedSoftmaxXentOp>(getLoc(), resultTypes.front(),
+                                        operands.front(),
+                                        b.getDenseI64ArrayAttr(labels));
 }
 
 // A call's launch runs the module once on the stacked arguments.

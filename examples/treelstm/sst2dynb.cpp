@@ -63,6 +63,16 @@ static cl::opt<unsigned>
                    "covers the whole file)"),
           cl::cat(toolCategory));
 
+static cl::opt<bool> withLabels(
+    "labels",
+    cl::desc("Add the sentiment classifier and its losses: W_s [5 x H] and "
+             "b_s [5] on every node's h, and a softmax_xent against the "
+             "node's label (0-4) on every node of every tree"),
+    cl::cat(toolCategory));
+
+/// SST's five sentiment classes, labels 0 (very negative) to 4.
+static constexpr int64_t kSentimentClasses = 5;
+
 static constexpr StringLiteral toolName = "sst2dynb";
 
 static void reportError(const Twine &message) {
@@ -209,7 +219,7 @@ static void writeShape(json::OStream &j, ArrayRef<int64_t> shape) {
 
 /// The "model" object: parameters and the two cell modules.
 static void writeModel(json::OStream &j, int64_t vocabRows, int64_t h,
-                       int64_t w) {
+                       int64_t w, bool labels) {
   j.object([&] {
     j.attributeArray("params", [&] {
       auto param = [&](StringRef name, ArrayRef<int64_t> shape) {
@@ -227,6 +237,10 @@ static void writeModel(json::OStream &j, int64_t vocabRows, int64_t h,
       param("U_f1", {h, h});
       param("U_f2", {h, h});
       param("b_f", {h});
+      if (labels) {
+        param("W_s", {kSentimentClasses, h});
+        param("b_s", {kSentimentClasses});
+      }
     });
     j.attributeArray("modules", [&] {
       // leaf(x) -> (h, c)
@@ -281,9 +295,10 @@ static void writeModel(json::OStream &j, int64_t vocabRows, int64_t h,
   });
 }
 
-/// One instance object: the tree's nodes in post-order, the root's h out.
+/// One instance object: the tree's nodes in post-order, the root's h out;
+/// with `labels`, each node's cell is followed by its classifier and loss.
 static void writeInstance(json::OStream &j, ArrayRef<PtbNode> tree,
-                          const Vocabulary &vocab,
+                          const Vocabulary &vocab, bool labels,
                           SmallVectorImpl<int64_t> &callOf) {
   // callOf[k] is the instance node computing tree node k's (h, c).
   callOf.assign(tree.size(), -1);
@@ -323,6 +338,22 @@ static void writeInstance(json::OStream &j, ArrayRef<PtbNode> tree,
           });
         }
         callOf[k] = next++;
+        if (labels) {
+          int64_t cell = callOf[k];
+          j.object([&] {
+            j.attribute("op", "linear");
+            j.attribute("weight", "W_s");
+            j.attribute("bias", "b_s");
+            j.attributeArray("inputs", [&] { writeRef(j, cell, 0); });
+          });
+          int64_t logits = next++;
+          j.object([&] {
+            j.attribute("op", "softmax_xent");
+            j.attribute("label", int64_t(node.label.front() - '0'));
+            j.attributeArray("inputs", [&] { writeRef(j, logits, 0); });
+          });
+          ++next;
+        }
       }
     });
     j.attributeArray("outputs", [&] {
@@ -337,7 +368,8 @@ static void writeInstance(json::OStream &j, ArrayRef<PtbNode> tree,
 /// Writes the whole conversion to `os`.
 static void writeConversion(raw_ostream &os, bool jsonLines,
                             const PtbTreebank &trees, size_t numTrees,
-                            const Vocabulary &vocab, int64_t h, int64_t w) {
+                            const Vocabulary &vocab, int64_t h, int64_t w,
+                            bool labels) {
   int64_t vocabRows = int64_t(vocab.words().size()) + 1;
   SmallVector<int64_t, 0> callOf;
   if (jsonLines) {
@@ -346,7 +378,7 @@ static void writeConversion(raw_ostream &os, bool jsonLines,
       j.object([&] {
         j.attribute("dynb", 1);
         j.attributeBegin("model");
-        writeModel(j, vocabRows, h, w);
+        writeModel(j, vocabRows, h, w, labels);
         j.attributeEnd();
       });
     }
@@ -354,7 +386,7 @@ static void writeConversion(raw_ostream &os, bool jsonLines,
     for (size_t t = 0; t != numTrees; ++t) {
       {
         json::OStream j(os);
-        writeInstance(j, trees.tree(t), vocab, callOf);
+        writeInstance(j, trees.tree(t), vocab, labels, callOf);
       }
       os << '\n';
     }
@@ -364,11 +396,11 @@ static void writeConversion(raw_ostream &os, bool jsonLines,
   j.object([&] {
     j.attribute("dynb", 1);
     j.attributeBegin("model");
-    writeModel(j, vocabRows, h, w);
+    writeModel(j, vocabRows, h, w, labels);
     j.attributeEnd();
     j.attributeArray("instances", [&] {
       for (size_t t = 0; t != numTrees; ++t)
-        writeInstance(j, trees.tree(t), vocab, callOf);
+        writeInstance(j, trees.tree(t), vocab, labels, callOf);
     });
   });
   os << '\n';
@@ -440,7 +472,9 @@ int main(int argc, char **argv) {
       "U_f1, U_f2, b_f;\nmodules 'leaf' and 'internal') and one instance per "
       "tree: its nodes in\npost-order, an embedding and a 'leaf' call per "
       "word, an 'internal' call per\ninner node; the instance's output is "
-      "the root's h.\n");
+      "the root's h.\n\nWith --labels, every node also gets the sentiment "
+      "classifier (W_s, b_s) on\nits h and a softmax_xent loss against its "
+      "label: the training task.\n");
 
   if (hdim == 0 || (wdim.getNumOccurrences() && wdim == 0)) {
     reportError("--hdim and --wdim must be positive");
@@ -477,6 +511,19 @@ int main(int argc, char **argv) {
           vocab.add(node.word);
   }
 
+  // Every node's label must be a class, checked before anything is written.
+  if (withLabels)
+    for (size_t t = 0; t != trees.numTrees(); ++t)
+      for (const PtbNode &node : trees.tree(t))
+        if (node.label.size() != 1 || node.label.front() < '0' ||
+            node.label.front() >= char('0' + kSentimentClasses)) {
+          sm.PrintMessage(SMLoc::getFromPointer(node.label.data()),
+                          SourceMgr::DK_Error,
+                          "tree " + Twine(t + 1) + ": label '" + node.label +
+                              "' is not a sentiment class 0-4 (--labels)");
+          return 1;
+        }
+
   size_t numTrees = trees.numTrees();
   if (limit.getNumOccurrences())
     numTrees = std::min<size_t>(numTrees, limit);
@@ -489,7 +536,8 @@ int main(int argc, char **argv) {
       }))
     return 1;
   if (!writeFileAtomically(outputFilename, [&](raw_ostream &os) {
-        writeConversion(os, jsonLines, trees, numTrees, vocab, h, w);
+        writeConversion(os, jsonLines, trees, numTrees, vocab, h, w,
+                        withLabels);
       }))
     return 1;
   return 0;

@@ -179,6 +179,9 @@ Status Executor::Impl::run(const Plan &plan) {
       ++stats.mapCalls;
       stats.convFlops += 2 * mapStepMacs(step.map());
       break;
+    case Step::Kind::SoftmaxXent:
+      runSoftmaxXent(step.softmaxXent(), resolved);
+      break;
     }
     if (opts.profile) {
       double seconds =
@@ -247,6 +250,19 @@ void Executor::copyOutput(const Plan &plan, size_t p,
     std::memcpy(out.data() + r * region.cols,
                 base + (region.row + r) * bufferCols + region.col,
                 static_cast<size_t>(region.cols) * sizeof(float));
+}
+
+double Executor::loss(const Plan &plan) const {
+  double total = 0;
+  for (const Region &region : plan.losses) {
+    const float *base = impl_->basePointer(plan, region.buffer);
+    if (!base)
+      continue;
+    int64_t bufferCols = plan.buffers[region.buffer].cols;
+    for (int64_t r = 0; r < region.rows; ++r)
+      total += base[(region.row + r) * bufferCols + region.col];
+  }
+  return total;
 }
 
 const ExecutorStats &Executor::stats() const { return impl_->stats; }

@@ -79,10 +79,16 @@ struct Lifetimes {
             touch(step.map().bias, time);
         }
         break;
+      case Step::Kind::SoftmaxXent:
+        touch(step.softmaxXent().logits.buffer, time);
+        touch(step.softmaxXent().loss.buffer, time);
+        break;
       }
     }
     for (const Region &output : plan.outputs)
       touch(output.buffer, static_cast<int64_t>(plan.steps.size()));
+    for (const Region &loss : plan.losses)
+      touch(loss.buffer, static_cast<int64_t>(plan.steps.size()));
   }
 
   /// Every buffer of a dispatch step lives for the whole step: its scratch

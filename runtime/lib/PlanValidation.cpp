@@ -25,6 +25,8 @@ const char *kindName(Step::Kind kind) {
     return "dispatch";
   case Step::Kind::Map:
     return "map";
+  case Step::Kind::SoftmaxXent:
+    return "softmax_xent";
   }
   return "unknown";
 }
@@ -65,6 +67,9 @@ public:
       case Step::Kind::Map:
         status = checkMap(step.map());
         break;
+      case Step::Kind::SoftmaxXent:
+        status = checkSoftmaxXent(step.softmaxXent());
+        break;
       }
       if (status)
         return status;
@@ -73,6 +78,13 @@ public:
       context_ = fmt::format("output {}", p);
       if (Status status = checkRegion(plan_.outputs[p], "region"))
         return status;
+    }
+    for (size_t l = 0; l < plan_.losses.size(); ++l) {
+      context_ = fmt::format("loss {}", l);
+      if (Status status = checkRegion(plan_.losses[l], "region"))
+        return status;
+      if (plan_.losses[l].cols != 1)
+        return fail(fmt::format("has {} cols, not 1", plan_.losses[l].cols));
     }
     return Status::ok();
   }
@@ -159,6 +171,29 @@ private:
                                 gather.srcCol + gather.dst.cols, source.buffer,
                                 buffer.rows, buffer.cols));
     }
+    return Status::ok();
+  }
+
+  Status checkSoftmaxXent(const SoftmaxXentStep &step) const {
+    if (Status status = checkRegion(step.logits, "logits"))
+      return status;
+    if (Status status = checkRegion(step.loss, "loss"))
+      return status;
+    if (Status status = checkWritable(step.loss.buffer, "loss"))
+      return status;
+    if (step.loss.rows != step.logits.rows || step.loss.cols != 1)
+      return fail(fmt::format("loss is [{} x {}] for {} rows of logits",
+                              step.loss.rows, step.loss.cols,
+                              step.logits.rows));
+    if (step.logits.cols < 1)
+      return fail("logits have no columns");
+    if (static_cast<int64_t>(step.labels.size()) != step.logits.rows)
+      return fail(fmt::format("{} labels for {} rows", step.labels.size(),
+                              step.logits.rows));
+    for (size_t i = 0; i < step.labels.size(); ++i)
+      if (step.labels[i] < 0 || step.labels[i] >= step.logits.cols)
+        return fail(fmt::format("label {} of row {} is outside [0, {})",
+                                step.labels[i], i, step.logits.cols));
     return Status::ok();
   }
 

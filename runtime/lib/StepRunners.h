@@ -1,4 +1,4 @@
-//===- StepRunners.h - Executes one gather or kernel step (internal) ------===//
+//===- StepRunners.h - Executes gather, kernel and loss steps (internal) -===//
 #ifndef DYNB_RUNTIME_LIB_STEPRUNNERS_H
 #define DYNB_RUNTIME_LIB_STEPRUNNERS_H
 
@@ -35,6 +35,15 @@ void runKernelRows(const KernelStep &step, const ResolvedBuffers &resolved,
 /// rows x (summed argument widths) exceeds parallelMinElements.
 void runKernel(const KernelStep &step, const ResolvedBuffers &resolved,
                ThreadPool &pool, int64_t parallelMinElements);
+
+/// Writes each row's loss. Rows are a few logits wide (the classes), so the
+/// step runs on the calling thread: waking workers would cost more.
+void runSoftmaxXent(const SoftmaxXentStep &step,
+                    const ResolvedBuffers &resolved);
+
+/// The softmax cross-entropy of one row of `classes` logits against
+/// `label`, in double: what runSoftmaxXent stores, rounded to float.
+double softmaxXentRow(const float *logits, int64_t classes, int64_t label);
 
 } // namespace dynb::rt
 

@@ -15,6 +15,14 @@ Comparison dynb::compareOutputs(const StackedOutputs &ref,
     c.maxAbsError = INFINITY;
     return c;
   }
+  if (ref.hasLoss != got.hasLoss) {
+    c.withinTolerance = false;
+    c.lossAbsError = INFINITY;
+  } else if (ref.hasLoss) {
+    c.lossAbsError = std::fabs(ref.loss - got.loss);
+    if (!(c.lossAbsError <= atol + rtol * std::fabs(ref.loss)))
+      c.withinTolerance = false;
+  }
   for (size_t p = 0; p < ref.values.size(); ++p) {
     const std::vector<float> &r = ref.values[p], &g = got.values[p];
     if (r.size() != g.size()) {
@@ -51,5 +59,6 @@ void dynb::accumulateComparison(Comparison &total, const Comparison &batch,
         batch.worstInstance < 0 ? -1 : firstInstance + batch.worstInstance;
   total.maxAbsError = std::max(total.maxAbsError, batch.maxAbsError);
   total.maxRelError = std::max(total.maxRelError, batch.maxRelError);
+  total.lossAbsError = std::max(total.lossAbsError, batch.lossAbsError);
   total.withinTolerance &= batch.withinTolerance;
 }

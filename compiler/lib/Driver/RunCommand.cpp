@@ -212,6 +212,11 @@ int dynb::runRunCommand(Session &session, const RunCommandOptions &o) {
                                             : fmt::format("FAIL (instance {})",
                                                           cmp.worstInstance));
     os << "\n";
+    if (r->outputs.hasLoss)
+      os << fmt::format("{:<8} loss {:.9g}{}\n", "", r->outputs.loss,
+                        check.checked
+                            ? fmt::format(" (abs err {:.3g})", cmp.lossAbsError)
+                            : "");
     os.flush();
     if (o.profile)
       printProfile(st, *r, os);

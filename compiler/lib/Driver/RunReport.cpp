@@ -66,6 +66,11 @@ llvm::json::Object dynb::reportEntry(BatchingStrategy strategy,
       {"read_seconds", r.readSeconds},
       {"parse_seconds", r.parseSeconds},
       {"reference_seconds", check.referenceSeconds},
+      // null when the model has no loss nodes.
+      {"loss", r.outputs.hasLoss ? llvm::json::Value(r.outputs.loss) : nullptr},
+      {"loss_abs_error", check.checked && r.outputs.hasLoss
+                             ? llvm::json::Value(cmp.lossAbsError)
+                             : nullptr},
   };
 }
 

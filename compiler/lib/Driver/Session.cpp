@@ -190,6 +190,8 @@ FailureOr<StackedOutputs> Session::referenceOf(ModuleOp module) {
     for (size_t p = 0; p < r->size(); ++p)
       llvm::append_range(out.values[p], (*r)[p]);
   }
+  out.hasLoss = interp.hasLoss();
+  out.loss = interp.loss();
   return out;
 }
 
@@ -302,6 +304,10 @@ public:
     for (size_t p = 0; p < plan.outputs.size(); ++p) {
       executor->copyOutput(plan, p, buffer);
       llvm::append_range(out.values[p], buffer);
+    }
+    if (!plan.losses.empty()) {
+      out.hasLoss = true;
+      out.loss += executor->loss(plan);
     }
     return success();
   }
@@ -522,6 +528,8 @@ FailureOr<RunResult> Session::runStreamed(const RunOptions &options) {
     }
     for (auto [p, values] : llvm::enumerate(batchOutputs.values))
       llvm::append_range(result.outputs.values[p], values);
+    result.outputs.hasLoss |= batchOutputs.hasLoss;
+    result.outputs.loss += batchOutputs.loss;
     result.residentAfterBatch.push_back(residentBytes());
     result.sampleAnonymous();
     if (failed(runner.timedPasses(plans, options.repeat, loc)))

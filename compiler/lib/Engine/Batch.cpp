@@ -34,6 +34,8 @@ const char *detail::opName(OpKind kind) {
     return "linear";
   case OpKind::Dispatch:
     return "dispatch";
+  case OpKind::SoftmaxXent:
+    return "softmax_xent";
   default:
     return "?";
   }
@@ -259,7 +261,8 @@ llvm::SmallVector<Value, 2> Instance::call(Module module,
 /// signature (result width, attributes) or fails.
 template <typename CheckFn>
 static Value addOp(Batch *batch, uint32_t instance, OpKind kind,
-                   llvm::ArrayRef<Value> operands, CheckFn check) {
+                   llvm::ArrayRef<Value> operands, CheckFn check,
+                   int64_t row = 0) {
   BatchData &d = batch->data();
   NodeAdder adder(d, instance, opName(kind));
   OpInfo key;
@@ -278,7 +281,7 @@ static Value addOp(Batch *batch, uint32_t instance, OpKind kind,
     return adder.add(NodeKind::Op, 0, nullptr, 0, {});
   }
   const OpInfo *info = d.model.internOp(key);
-  return adder.add(NodeKind::Op, info->signature, info, 0, operands);
+  return adder.add(NodeKind::Op, info->signature, info, row, operands);
 }
 
 static std::string sameWidths(OpInfo &key) {
@@ -333,6 +336,20 @@ Value Instance::slice(Value x, int64_t offset, int64_t size) {
     key.resultWidth = size;
     return std::string();
   });
+}
+
+Value Instance::softmaxXent(Value logits, int64_t label) {
+  return addOp(
+      batch_, index_, OpKind::SoftmaxXent, {logits},
+      [&](OpInfo &key) {
+        int64_t classes = key.operandWidths.front();
+        if (label < 0 || label >= classes)
+          return fmt::format("label {} is not a class of {} logits", label,
+                             classes);
+        key.resultWidth = 1;
+        return std::string();
+      },
+      label);
 }
 
 Value Instance::linear(Value x, Param weight, std::optional<Param> bias) {

@@ -55,7 +55,10 @@ enum class OpKind : uint8_t {
   Concat,
   Slice,
   Linear,
-  Dispatch
+  Dispatch,
+  /// A loss node: its label is the node's `row`; it runs as a plan step
+  /// of its own, with no kernel.
+  SoftmaxXent
 };
 static_assert(unsigned(OpKind::Concat) == kNumElementwiseKinds);
 inline OpKind opKindOf(ElementwiseKind kind) { return OpKind(unsigned(kind)); }
@@ -94,7 +97,7 @@ struct Node {
   uint32_t instance;
   /// ModuleInfo, ParamInfo (embedding table) or OpInfo.
   const void *info;
-  /// Embedding: the row.
+  /// Embedding: the row. SoftmaxXent: the label.
   int64_t row;
   const OperandRef *operands;
 };

@@ -154,6 +154,7 @@ enum class OpCode : uint8_t {
   Concat,
   Slice,
   Dispatch,
+  SoftmaxXent,
   Elementwise,
   Other
 };
@@ -178,6 +179,8 @@ OpName opNameOf(std::string_view op) {
     return {OpCode::Slice};
   if (op == "dispatch")
     return {OpCode::Dispatch};
+  if (op == "softmax_xent")
+    return {OpCode::SoftmaxXent};
   return {};
 }
 
@@ -328,7 +331,7 @@ llvm::Error InterchangeSource::Impl::readNode(od::object o, Instance &inst,
   EngineModel &m = model();
   KeySet keys;
   StringField op, table, module, weight, bias, gate, experts, noise;
-  IntField index, offset, size, top, noiseSeed;
+  IntField index, offset, size, top, noiseSeed, label;
   llvm::SmallVector<Ref, 8> inputs;
   // A member of a type its op does not take is left without a value (the
   // op fails if it needs it; the importer ignores it otherwise), but a
@@ -401,6 +404,8 @@ llvm::Error InterchangeSource::Impl::readNode(od::object o, Instance &inst,
       readString(v, noise);
     else if (key == "noise_seed")
       readInt(v, noiseSeed);
+    else if (key == "label")
+      readInt(v, label);
     else if (!acceptableSkipped(v, depth + 1))
       return failNode(instance, node, "a member the reader cannot skip");
     if (!scanned)
@@ -509,6 +514,11 @@ llvm::Error InterchangeSource::Impl::readNode(od::object o, Instance &inst,
                                 uint64_t(noiseSeed.value.value_or(0))));
     break;
   }
+  case OpCode::SoftmaxXent:
+    if (!label.value || !needInputs(1))
+      return failNode(instance, node, "a bad softmax_xent");
+    out.push_back(inst.softmaxXent(operands[0], *label.value));
+    break;
   case OpCode::Other:
     // arg (modules only) and unknown ops.
     return failNode(

@@ -46,7 +46,7 @@ llvm::Error compileNewOps(EngineModel &m, const BatchData &d,
     if (n.kind != NodeKind::Op)
       continue;
     auto *op = const_cast<OpInfo *>(static_cast<const OpInfo *>(n.info));
-    if (!op->lowered)
+    if (!op->lowered && op->kind != OpKind::SoftmaxXent)
       if (llvm::Error err = m.compileOp(*op))
         return err;
   }
@@ -103,6 +103,15 @@ public:
     const auto *op = proto->kind == NodeKind::Op
                          ? static_cast<const OpInfo *>(proto->info)
                          : nullptr;
+    if (op && op->kind == OpKind::SoftmaxXent) {
+      // As PlanBuilder emits a dynb.batched_softmax_xent.
+      indices.clear();
+      for (NodeId id : group)
+        indices.push_back(d.nodes[id]->row);
+      groupResults.push_back(
+          assembler.softmaxXent(args.front().region, indices));
+      return;
+    }
     if (op && op->kind == OpKind::Dispatch) {
       // As PlanBuilder emits a dynb.dispatch: one launch over the rows.
       DispatchLaunch launch;

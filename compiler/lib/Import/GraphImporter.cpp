@@ -426,12 +426,29 @@ LogicalResult JsonImporter::importNodes(
           FlatSymbolRefAttr::get(&ctx, *gate), *noise,
           FlatSymbolRefAttr::get(&ctx, *experts), b.getI64IntegerAttr(*top),
           b.getI64IntegerAttr(noiseSeed)));
+    } else if (op == "softmax_xent") {
+      if (inModule)
+        return error(loc) << "'softmax_xent' reads per-instance data (its "
+                             "label) and belongs in instances";
+      FailureOr<int64_t> label = getInt("label");
+      if (failed(label) || failed(needInputs(1)))
+        return failure();
+      RankedTensorType logits = tensorOf(inputs[0]);
+      if (logits.getRank() != 1)
+        return error(loc) << "'softmax_xent' needs a vector of logits, got "
+                          << logits;
+      if (*label < 0 || *label >= logits.getDimSize(0))
+        return error(loc) << "label " << *label << " is not a class of "
+                          << logits.getDimSize(0) << " logits";
+      out.push_back(
+          b.create<SoftmaxXentOp>(loc, RankedTensorType::get({1}, f32),
+                                  inputs[0], b.getI64IntegerAttr(*label)));
     } else {
       InFlightDiagnostic diag = error(loc);
       diag << "unknown op '" << op << "' (expected arg, embedding, linear, ";
       for (unsigned k = 0; k < kNumElementwiseKinds; ++k)
         diag << elementwiseMnemonic(ElementwiseKind(k)) << ", ";
-      diag << "concat, slice, call or dispatch)";
+      diag << "concat, slice, call, dispatch or softmax_xent)";
       return diag;
     }
     results.push_back(std::move(out));

@@ -463,6 +463,11 @@ LogicalResult BodyLowering::run() {
       return op->emitOpError()
              << "inside module @" << fn.getName()
              << ": embeddings read per-instance data and belong in instances";
+    if (isa<SoftmaxXentOp>(op))
+      return op->emitOpError()
+             << "inside module @" << fn.getName()
+             << ": a loss's label is per-instance data; losses belong in "
+                "instances";
     return op->emitOpError()
            << "cannot be lowered inside module @" << fn.getName();
   }

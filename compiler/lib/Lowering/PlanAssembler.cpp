@@ -42,6 +42,19 @@ rt::Region PlanAssembler::lookup(llvm::StringRef table,
   return dst;
 }
 
+rt::Region PlanAssembler::softmaxXent(const rt::Region &logits,
+                                      llvm::ArrayRef<int64_t> labels) {
+  ++stats_.launches;
+  rt::Region loss = newValue(logits.rows, 1);
+  rt::SoftmaxXentStep step;
+  step.logits = logits;
+  step.labels.assign(labels.begin(), labels.end());
+  step.loss = loss;
+  plan_.steps.push_back(std::move(step));
+  plan_.losses.push_back(loss);
+  return loss;
+}
+
 rt::Region PlanAssembler::compact(const rt::Region &r) {
   rt::Region dst = newValue(r.rows, r.cols);
   rt::GatherStep step;

@@ -95,6 +95,11 @@ FailureOr<rt::Plan> PlanEmitter::run() {
                                      type.getDimSize(2), type.getDimSize(3),
                                      /*toMapLayout=*/true);
       values[lookup.getResult()] = {dst, -1};
+    } else if (auto xent = dyn_cast<BatchedSoftmaxXentOp>(op)) {
+      values[xent.getLoss()] = {
+          assembler.softmaxXent(values.lookup(xent.getLogits()).region,
+                                xent.getLabels()),
+          -1};
     } else if (auto gather = dyn_cast<GatherOp>(op)) {
       emitGather(gather);
     } else if (auto yield = dyn_cast<YieldOp>(op)) {

@@ -141,6 +141,18 @@ ReferenceInterpreter::evalBlock(Block &block,
         return failure();
       for (auto [r, v] : llvm::zip(call.getResults(), outs))
         env[r] = std::move(v);
+    } else if (auto xent = dyn_cast<SoftmaxXentOp>(op)) {
+      // log(sum_c exp(z_c)) - z_label, shifted by the largest logit.
+      const std::vector<float> &z = in(0);
+      double top = *std::max_element(z.begin(), z.end());
+      double sum = 0;
+      for (float v : z)
+        sum += std::exp(double(v) - top);
+      double loss =
+          top + std::log(sum) - double(z[xent.getLabelAttr().getInt()]);
+      loss_ += loss;
+      sawLoss_ = true;
+      env[xent.getLoss()] = {static_cast<float>(loss)};
     } else if (auto dispatch = dyn_cast<DispatchOp>(op)) {
       if (failed(evalDispatch(dispatch, env)))
         return failure();

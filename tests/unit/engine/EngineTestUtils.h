@@ -39,11 +39,12 @@ inline std::string sstDev() {
 
 /// The TreeLSTM model and instances for the first `limit` dev trees, as
 /// sst2dynb writes them (the CLI's input).
-inline std::string sstModel(int hdim, int limit) {
-  std::string out = tempPath(fmt::format("sst-h{}-n{}.jsonl", hdim, limit));
-  std::string cmd =
-      fmt::format("'{}/sst2dynb' '{}' --hdim {} --limit {} -o '{}'",
-                  DYNB_BIN_DIR, sstDev(), hdim, limit, out);
+inline std::string sstModel(int hdim, int limit, bool labels = false) {
+  std::string out = tempPath(
+      fmt::format("sst-h{}-n{}{}.jsonl", hdim, limit, labels ? "-labels" : ""));
+  std::string cmd = fmt::format(
+      "'{}/sst2dynb' '{}' --hdim {} --limit {}{} -o '{}'", DYNB_BIN_DIR,
+      sstDev(), hdim, limit, labels ? " --labels" : "", out);
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   return out;
 }

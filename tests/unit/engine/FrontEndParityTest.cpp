@@ -103,6 +103,15 @@ void describe(llvm::raw_ostream &os, const rt::Step &s,
     os << "map " << int(s.map().op) << " -> ";
     describe(os, s.map().out);
     break;
+  case rt::Step::Kind::SoftmaxXent:
+    os << "softmax_xent ";
+    describe(os, s.softmaxXent().logits);
+    os << " labels";
+    for (int64_t label : s.softmaxXent().labels)
+      os << " " << label;
+    os << " -> ";
+    describe(os, s.softmaxXent().loss);
+    break;
   }
   os << "\n";
 }
@@ -124,6 +133,11 @@ std::string describe(const rt::Plan &plan) {
   describe(os, plan.steps, "");
   for (const rt::Region &r : plan.outputs) {
     os << "output ";
+    describe(os, r);
+    os << "\n";
+  }
+  for (const rt::Region &r : plan.losses) {
+    os << "loss ";
     describe(os, r);
     os << "\n";
   }
@@ -200,6 +214,14 @@ void expectSamePlans(const std::string &path) {
 
 TEST(FrontEndParity, SstDevTreesPlanTheSameSteps) {
   std::string path = sstModel(8, 200);
+  expectSamePlans(path);
+  llvm::sys::fs::remove(path);
+}
+
+TEST(FrontEndParity, SstTreesWithLossesPlanTheSameSteps) {
+  // sst2dynb --labels: a classifier linear and a loss on every node, so
+  // per-instance linears and loss launches (labels, loss terms) too.
+  std::string path = sstModel(8, 120, /*labels=*/true);
   expectSamePlans(path);
   llvm::sys::fs::remove(path);
 }

@@ -16,12 +16,19 @@ namespace dynb {
 struct StackedOutputs {
   std::vector<int64_t> widths;
   std::vector<std::vector<float>> values;
+  /// The sum of the instances' loss nodes (dynb.softmax_xent), when the
+  /// model has any.
+  bool hasLoss = false;
+  double loss = 0;
 };
 
 struct Comparison {
   double maxAbsError = 0, maxRelError = 0;
   int64_t worstInstance = -1;
   bool withinTolerance = true;
+  /// |got - ref| of the losses (0 without losses); within tolerance as the
+  /// outputs are.
+  double lossAbsError = 0;
 };
 
 /// |got - ref| <= atol + rtol * |ref| everywhere.

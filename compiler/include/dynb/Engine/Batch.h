@@ -75,6 +75,10 @@ public:
   /// The elementwise op `kind` on its elementwiseArity(kind) operands.
   Value elementwise(ElementwiseKind kind, llvm::ArrayRef<Value> operands);
   Value concat(llvm::ArrayRef<Value> parts);
+  /// A loss node: the softmax cross-entropy of `logits` against class
+  /// `label`, one element. A batch's loss sums every loss node of its
+  /// instances (the CLI's runs report it).
+  Value softmaxXent(Value logits, int64_t label);
   /// `size` elements of x from `offset`.
   Value slice(Value x, int64_t offset, int64_t size);
   /// A sparsely gated mixture of experts on a d-vector, as the interchange

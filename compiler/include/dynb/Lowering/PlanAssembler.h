@@ -65,6 +65,11 @@ public:
   /// A batched embedding: rows `indices` of `table`. One launch; a view of
   /// the table (no copy) when the rows are consecutive.
   rt::Region lookup(llvm::StringRef table, llvm::ArrayRef<int64_t> indices);
+  /// The softmax cross-entropy of each row of `logits` against its label:
+  /// a [rows x 1] value that is also one of the plan's loss terms. One
+  /// launch.
+  rt::Region softmaxXent(const rt::Region &logits,
+                         llvm::ArrayRef<int64_t> labels);
   /// Stacks rows of earlier values: row i is row pairs[2i+1] of
   /// sources[pairs[2i]]. Consecutive rows of one value become a view; any
   /// other gather copies rows into a new buffer of `cols` columns.

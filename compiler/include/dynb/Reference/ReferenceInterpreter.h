@@ -21,6 +21,10 @@ public:
 
   /// The outputs of one instance, one vector per output.
   mlir::FailureOr<std::vector<std::vector<float>>> run(InstanceOp instance);
+  /// The sum, in double, of every loss node (`dynb.softmax_xent`) of the
+  /// instances run so far, and whether there was one.
+  double loss() const { return loss_; }
+  bool hasLoss() const { return sawLoss_; }
 
 private:
   mlir::FailureOr<const rt::ParamTensor *> param(mlir::Operation *user,
@@ -45,6 +49,8 @@ private:
   /// The expert whose slice of stacked parameters linear ops read while a
   /// dispatch runs its expert module; -1 elsewhere.
   int64_t expert_ = -1;
+  double loss_ = 0;
+  bool sawLoss_ = false;
 };
 
 } // namespace dynb

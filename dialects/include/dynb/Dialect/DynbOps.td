@@ -318,6 +318,35 @@ def Dynb_ChannelConcatOp : Dynb_Op<"channel_concat",
 }
 
 //===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def Dynb_SoftmaxXentOp : Dynb_Op<"softmax_xent",
+    [DeclareOpInterfaceMethods<Dynb_BatchableOpInterface,
+       ["isPerRowAttribute", "buildLaunch"]>]> {
+  let summary = "softmax cross-entropy of a vector of logits against a label";
+  let description = [{
+    A loss node: the result is `logsumexp(logits) - logits[label]`, one
+    element. The label is per-instance data, as an embedding's row is, so
+    nodes that differ only in their labels share a launch. The loss of a
+    batch is the sum of every `softmax_xent` of its instances, whether or
+    not an instance outputs it; that is why the op is not `Pure`: it may not
+    be removed for having no uses, nor merged with another node of the same
+    logits.
+
+    ```mlir
+    %loss = dynb.softmax_xent %logits label 3 : tensor<5xf32> -> tensor<1xf32>
+    ```
+  }];
+  let arguments = (ins Dynb_Tensor:$logits, I64Attr:$label);
+  let results = (outs Dynb_Tensor:$loss);
+  let assemblyFormat = [{
+    $logits `label` $label attr-dict `:` type($logits) `->` type($loss)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // The batched schedule produced by dynb-batch
 //===----------------------------------------------------------------------===//
 
@@ -372,6 +401,25 @@ def Dynb_LookupOp : Dynb_Op<"lookup",
   let arguments = (ins FlatSymbolRefAttr:$table, DenseI64ArrayAttr:$indices);
   let results = (outs Dynb_Tensor:$result);
   let assemblyFormat = "$table $indices attr-dict `:` type($result)";
+}
+
+def Dynb_BatchedSoftmaxXentOp : Dynb_Op<"batched_softmax_xent"> {
+  let summary = "softmax cross-entropy of each row of logits against its label";
+  let description = [{
+    The launch of `dynb.softmax_xent` nodes: row i of the result is the loss
+    of logits row i against `labels[i]`, and every row counts in the batch's
+    loss.
+
+    ```mlir
+    %l = dynb.batched_softmax_xent %z labels [3, 0] : tensor<2x5xf32> -> tensor<2x1xf32>
+    ```
+  }];
+  let arguments = (ins Dynb_Tensor:$logits, DenseI64ArrayAttr:$labels);
+  let results = (outs Dynb_Tensor:$loss);
+  let assemblyFormat = [{
+    $logits `labels` $labels attr-dict `:` type($logits) `->` type($loss)
+  }];
+  let hasVerifier = 1;
 }
 
 def Dynb_GatherOp : Dynb_Op<"gather", [Pure]> {

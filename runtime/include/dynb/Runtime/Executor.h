@@ -108,6 +108,9 @@ public:
   const float *rowPointer(const Plan &plan, BufferId buffer, int64_t row) const;
   /// After run(): copies output position p into `out` (numRows x width).
   void copyOutput(const Plan &plan, size_t p, std::vector<float> &out) const;
+  /// After run(): the sum, in double and in the plan's order, of the rows
+  /// of its loss regions (0 for a plan without losses).
+  double loss(const Plan &plan) const;
 
   const ExecutorStats &stats() const;
 

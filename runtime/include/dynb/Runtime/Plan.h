@@ -20,8 +20,9 @@
 namespace dynb::rt {
 
 /// 2: dispatch steps (mixture of experts). 3: map steps (feature maps).
-/// 4: a step holds exactly one kind (Step is a variant).
-constexpr uint32_t kPlanFormatVersion = 4;
+/// 4: a step holds exactly one kind (Step is a variant). 5: softmax
+/// cross-entropy steps and the plan's loss regions.
+constexpr uint32_t kPlanFormatVersion = 5;
 
 using BufferId = uint32_t;
 
@@ -94,6 +95,16 @@ struct KernelStep {
   std::string name; // for traces and errors
   int64_t rows = 0;
   std::vector<Region> args;
+};
+
+/// The softmax cross-entropy of each row of `logits` against its label:
+/// row i of `loss` ([rows x 1]) is logsumexp(logits row i) minus
+/// logits[i][labels[i]], evaluated in double and stored as float. Labels
+/// are data of the launch (one per row), as an embedding's rows are.
+struct SoftmaxXentStep {
+  Region logits;
+  std::vector<int64_t> labels;
+  Region loss;
 };
 
 class Step;
@@ -174,15 +185,23 @@ struct MapStep {
 class Step {
 public:
   /// In the order of the alternatives of Payload (kind() is its index).
-  enum class Kind : uint8_t { Gather, Gemm, Kernel, Dispatch, Map };
-  using Payload =
-      std::variant<GatherStep, GemmStep, KernelStep, DispatchStep, MapStep>;
+  enum class Kind : uint8_t {
+    Gather,
+    Gemm,
+    Kernel,
+    Dispatch,
+    Map,
+    SoftmaxXent
+  };
+  using Payload = std::variant<GatherStep, GemmStep, KernelStep, DispatchStep,
+                               MapStep, SoftmaxXentStep>;
 
   Step(GatherStep step) : payload_(std::move(step)) {}
   Step(GemmStep step) : payload_(std::move(step)) {}
   Step(KernelStep step) : payload_(std::move(step)) {}
   Step(DispatchStep step) : payload_(std::move(step)) {}
   Step(MapStep step) : payload_(std::move(step)) {}
+  Step(SoftmaxXentStep step) : payload_(std::move(step)) {}
 
   Kind kind() const { return static_cast<Kind>(payload_.index()); }
   const Payload &payload() const { return payload_; }
@@ -197,6 +216,8 @@ public:
   const DispatchStep &dispatch() const { return get<DispatchStep>(); }
   MapStep &map() { return get<MapStep>(); }
   const MapStep &map() const { return get<MapStep>(); }
+  SoftmaxXentStep &softmaxXent() { return get<SoftmaxXentStep>(); }
+  const SoftmaxXentStep &softmaxXent() const { return get<SoftmaxXentStep>(); }
 
 private:
   template <typename T> T &get() {
@@ -213,10 +234,11 @@ private:
   Payload payload_;
 };
 
-static_assert(std::is_same_v<std::variant_alternative_t<size_t(Step::Kind::Map),
-                                                        Step::Payload>,
-                             MapStep>,
-              "Step::Kind follows the order of Step::Payload");
+static_assert(
+    std::is_same_v<std::variant_alternative_t<size_t(Step::Kind::SoftmaxXent),
+                                              Step::Payload>,
+                   SoftmaxXentStep>,
+    "Step::Kind follows the order of Step::Payload");
 
 /// The output map shape (channels, height, width) of a map step.
 void mapOutputShape(const MapStep &step, int64_t &c, int64_t &h, int64_t &w);
@@ -227,6 +249,10 @@ struct Plan {
   std::vector<Step> steps;
   /// outputs[p] is the [numInstances x width] result for output position p.
   std::vector<Region> outputs;
+  /// The loss terms of the batch, [rows x 1] each (the `loss` regions of
+  /// its softmax cross-entropy steps): the batch's loss is the sum of their
+  /// rows in this order (Executor::loss). Live to the end, as outputs are.
+  std::vector<Region> losses;
   /// Total arena bytes, set by planArena().
   int64_t arenaBytes = 0;
 
