@@ -84,6 +84,9 @@ def make(tmp, sst2dynb, dynbc):
     two_jsonl = os.path.join(tmp, "two.jsonl")
     subprocess.check_call([sst2dynb, trees, "--hdim", "4", "--limit", "2", "-o", two_json])
     subprocess.check_call([sst2dynb, trees, "--hdim", "4", "--limit", "2", "-o", two_jsonl])
+    two_labels = os.path.join(tmp, "two-labels.jsonl")
+    subprocess.check_call([sst2dynb, trees, "--hdim", "4", "--limit", "2", "--labels",
+                           "-o", two_labels])
 
     # fuzz-json
     d = reset("fuzz-json")
@@ -93,6 +96,7 @@ def make(tmp, sst2dynb, dynbc):
     put(d, "tiny-agenda-keep", bytes([JSON | AGENDA | (1 << 6)]) + tiny)
     put(d, "two-json", bytes([JSON | AGENDA]) + open(two_json, "rb").read())
     put(d, "two-jsonl", bytes([JSONL | DEPTH]) + open(two_jsonl, "rb").read())
+    put(d, "two-labels-jsonl", bytes([JSONL | AGENDA]) + open(two_labels, "rb").read())
     put(d, "two-probed", bytes([PROBE | AGENDA | (2 << 4)]) + open(two_jsonl, "rb").read())
     mut = os.path.join(tmp, "mutated")
     os.makedirs(mut)
