@@ -22,6 +22,9 @@ static cl::SubCommand
     runCmd("run",
            "Compile and run instance graphs; optionally check and save them");
 static cl::SubCommand
+    gradCmd("grad", "Write the gradient of the instances' summed loss with "
+                    "respect to every parameter");
+static cl::SubCommand
     statsCmd("stats",
              "Print instances, nodes, signatures, launches and lower bounds");
 
@@ -30,7 +33,8 @@ static cl::OptionCategory dynbCat("dynb options");
 static cl::opt<std::string>
     inputPath(cl::Positional, cl::Required,
               cl::desc("<graphs: .mlir | .json | .jsonl>"), cl::sub(compileCmd),
-              cl::sub(runCmd), cl::sub(statsCmd), cl::cat(dynbCat));
+              cl::sub(runCmd), cl::sub(statsCmd), cl::sub(gradCmd),
+              cl::cat(dynbCat));
 
 static cl::list<std::string> strategies(
     "strategy", cl::CommaSeparated,
@@ -76,19 +80,21 @@ static cl::opt<std::string> gpuFeatures(
     cl::init(GpuTarget().features), cl::sub(compileCmd), cl::cat(dynbCat));
 
 static cl::opt<std::string>
-    outputPath("o", cl::desc("Output file for compile (default: stdout)"),
+    outputPath("o",
+               cl::desc("Output file: compile's stage (default: stdout); "
+                        "grad's gradients as safetensors (required)"),
                cl::value_desc("file"), cl::init("-"), cl::sub(compileCmd),
-               cl::cat(dynbCat));
+               cl::sub(gradCmd), cl::cat(dynbCat));
 
 static cl::opt<std::string>
     paramsPath("params",
                cl::desc("Parameters from a safetensors file (F32 tensors "
                         "named as the model's dynb.param ops)"),
                cl::value_desc("file.safetensors"), cl::sub(runCmd),
-               cl::cat(dynbCat));
+               cl::sub(gradCmd), cl::cat(dynbCat));
 static cl::opt<uint64_t>
     seed("seed", cl::desc("Initialise every parameter from this seed instead"),
-         cl::sub(runCmd), cl::cat(dynbCat));
+         cl::sub(runCmd), cl::sub(gradCmd), cl::cat(dynbCat));
 static cl::opt<bool>
     check("check",
           cl::desc("Also run the reference interpreter; report the max abs/rel "
@@ -202,7 +208,8 @@ static cl::opt<uint64_t>
     maxNodes("max-nodes",
              cl::desc("Refuse inputs with more nodes than this (0: no limit)"),
              cl::init(SessionLimits().maxNodes), cl::sub(compileCmd),
-             cl::sub(runCmd), cl::sub(statsCmd), cl::cat(dynbCat));
+             cl::sub(runCmd), cl::sub(statsCmd), cl::sub(gradCmd),
+             cl::cat(dynbCat));
 static cl::opt<std::string>
     cacheDir("cache-dir",
              cl::desc("Where compiled modules persist between runs (default: "
@@ -233,8 +240,10 @@ int main(int argc, char **argv) {
       "  dynbc run IN (--params P.safetensors | --seed N) [--strategy=S,...] "
       "[--batch-size N] [--stream] [--check] [--output OUT.npy] "
       "[--device=cpu|cuda]\n"
-      "  dynbc stats IN [--strategy=S,...] [--batch-size N]\n");
-  if (!compileCmd && !runCmd && !statsCmd) {
+      "  dynbc stats IN [--strategy=S,...] [--batch-size N]\n"
+      "  dynbc grad IN (--params P.safetensors | --seed N) -o "
+      "GRADS.safetensors\n");
+  if (!compileCmd && !runCmd && !statsCmd && !gradCmd) {
     cl::PrintHelpMessage();
     return 1;
   }
@@ -273,6 +282,16 @@ int main(int argc, char **argv) {
         session, {names, batchSize, emit, {gpuChip, gpuFeatures}, outputPath});
   if (statsCmd)
     return runStatsCommand(session, {names, batchSize});
+  if (gradCmd) {
+    GradCommandOptions grad;
+    grad.inputPath = inputPath;
+    if (paramsPath.getNumOccurrences())
+      grad.paramsPath = paramsPath;
+    if (seed.getNumOccurrences())
+      grad.seed = seed;
+    grad.outputPath = outputPath;
+    return runGradCommand(session, grad);
+  }
   RunCommandOptions run;
   run.inputPath = inputPath;
   run.strategies = names;

@@ -1,8 +1,8 @@
 //===- Commands.h - What dynbc's subcommands do, as library calls -*- C++
 //-*-===//
 //
-// `dynbc compile`, `stats` and `run` as functions over a loaded Session and
-// a plain options struct, so that the tool's main only parses its command
+// `dynbc compile`, `stats`, `run` and `grad` as functions over a loaded Session
+// and a plain options struct, so that the tool's main only parses its command
 // line and calls one of them. Each returns the process exit status and has
 // printed what went wrong (located diagnostics, or one `dynbc: error:`
 // line) when it is not 0.
@@ -77,6 +77,16 @@ struct RunCommandOptions {
   MemoryBaseline memory;
 };
 
+struct GradCommandOptions {
+  /// Names the input in messages.
+  std::string inputPath;
+  /// Exactly one of the two.
+  std::optional<std::string> paramsPath;
+  std::optional<uint64_t> seed;
+  /// The gradients, one F32 tensor per parameter under its own name.
+  std::string outputPath;
+};
+
 /// How a command's input is read.
 struct InputOptions {
   std::string path;
@@ -98,6 +108,9 @@ mlir::LogicalResult openInput(Session &session, const InputOptions &options);
 int runCompileCommand(Session &session, const CompileCommandOptions &options);
 int runStatsCommand(Session &session, const StatsCommandOptions &options);
 int runRunCommand(Session &session, const RunCommandOptions &options);
+/// The gradient of the sum of every loss node with respect to every
+/// parameter (docs/training.md).
+int runGradCommand(Session &session, const GradCommandOptions &options);
 
 } // namespace dynb
 

@@ -1,0 +1,78 @@
+//===- ReferenceGradient.h - Reverse mode, one instance at a time -*- C++
+//-*-===//
+//
+// The oracle of training: the gradient of the sum of an instance's loss
+// nodes with respect to every parameter, by reverse-mode differentiation in
+// double precision over a tape of the instance's ops (module calls inlined).
+// It shares nothing with the batched path but the IR and the parameters,
+// and its own forward pass (also in double) is what the finite-difference
+// tests perturb (tests/unit/reference/ReferenceGradientTest.cpp).
+//
+//===----------------------------------------------------------------------===//
+#ifndef DYNB_REFERENCE_REFERENCEGRADIENT_H
+#define DYNB_REFERENCE_REFERENCEGRADIENT_H
+
+#include "dynb/Dialect/DynbOps.h"
+#include "dynb/Runtime/ParameterStore.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dynb {
+
+class ReferenceGradient {
+public:
+  /// Reads every tensor of `params` into double precision once.
+  ReferenceGradient(mlir::ModuleOp model, const rt::ParameterStore &params);
+
+  /// The sum of the instance's loss nodes, forward only. Fails, with a
+  /// located error, on an op reverse mode does not support yet (dispatch
+  /// and the feature-map ops).
+  mlir::FailureOr<double> loss(InstanceOp instance);
+  /// Adds the gradient of the instance's loss to gradients() and returns
+  /// that loss.
+  mlir::FailureOr<double> accumulate(InstanceOp instance);
+
+  /// One tensor per parameter of the store, same shape, in double: the sum
+  /// over every accumulate() so far.
+  const std::map<std::string, std::vector<double>> &gradients() const {
+    return gradients_;
+  }
+  const std::vector<int64_t> &shapeOf(const std::string &param) const;
+  void clearGradients();
+
+  /// Moves element `index` of `param` by `delta` (in double) for every later
+  /// loss() and accumulate(): central differences are two nudges.
+  void nudge(llvm::StringRef param, int64_t index, double delta);
+
+private:
+  struct Tape;
+  mlir::FailureOr<double> forward(InstanceOp instance, Tape &tape);
+  /// Evaluates `block`'s ops onto the tape; `env` maps its values to tape
+  /// slots, `results` gets the slots its terminator returns.
+  mlir::LogicalResult record(mlir::Block &block,
+                             llvm::DenseMap<mlir::Value, unsigned> &env,
+                             llvm::SmallVectorImpl<unsigned> &results,
+                             Tape &tape);
+  void backward(Tape &tape);
+  struct Tensor;
+  mlir::FailureOr<const Tensor *> param(mlir::Operation *user,
+                                        llvm::StringRef name) const;
+
+  mlir::ModuleOp model;
+  struct Tensor {
+    std::vector<int64_t> shape;
+    std::vector<double> data;
+  };
+  std::map<std::string, Tensor, std::less<>> params_;
+  std::map<std::string, std::vector<double>> gradients_;
+};
+
+} // namespace dynb
+
+#endif // DYNB_REFERENCE_REFERENCEGRADIENT_H
