@@ -263,6 +263,42 @@ LogicalResult SliceOp::verify() {
   return success();
 }
 
+LogicalResult
+LinearTransposeOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<ParamOp> weight =
+      requireParam(*this, tables, getWeightAttr(), "weight", 2);
+  if (failed(weight))
+    return failure();
+  ArrayRef<int64_t> w = weight->getTensorType().getShape();
+  RankedTensorType in = getInput().getType();
+  if (in.getRank() < 1 || in.getShape().back() != w[0])
+    return emitOpError() << "input " << shapeString(in.getShape())
+                         << " does not end in " << w[0] << ", the rows of "
+                         << getWeightAttr() << " " << shapeString(w);
+  SmallVector<int64_t> expected(in.getShape());
+  expected.back() = w[1];
+  if (getResult().getType().getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "result must be " << shapeString(expected)
+                         << ", got "
+                         << shapeString(getResult().getType().getShape());
+  return success();
+}
+
+LogicalResult PadOp::verify() {
+  ArrayRef<int64_t> in = getInput().getType().getShape();
+  ArrayRef<int64_t> out = getResult().getType().getShape();
+  if (in.empty() || out.size() != in.size() ||
+      in.drop_back() != out.drop_back())
+    return emitOpError() << "input " << shapeString(in) << " and result "
+                         << shapeString(out)
+                         << " must differ in the last dimension only";
+  int64_t offset = getOffsetAttr().getInt();
+  if (offset < 0 || in.back() > out.back() - offset)
+    return emitOpError() << "input of width " << in.back() << " at offset "
+                         << offset << " does not fit in " << out.back();
+  return success();
+}
+
 LogicalResult SoftmaxXentOp::verify() {
   RankedTensorType logits = getLogits().getType();
   if (logits.getRank() != 1 || logits.getDimSize(0) < 1)

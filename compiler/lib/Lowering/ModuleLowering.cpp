@@ -193,6 +193,25 @@ Value BodyLowering::emitScalar(OpBuilder &kb, Operation *op,
     Value zero = kb.create<arith::ConstantOp>(loc, kb.getF32FloatAttr(0.0f));
     return kb.create<arith::MaximumFOp>(loc, x[0], zero);
   }
+  // The adjoint ops dynb-grad writes: (saved value, incoming adjoint).
+  if (isa<SigmoidGradOp, TanhGradOp>(op)) {
+    Value one = kb.create<arith::ConstantOp>(loc, kb.getF32FloatAttr(1.0f));
+    Value slope;
+    if (isa<SigmoidGradOp>(op)) {
+      Value rest = kb.create<arith::SubFOp>(loc, one, x[0]);
+      slope = kb.create<arith::MulFOp>(loc, x[0], rest);
+    } else {
+      Value square = kb.create<arith::MulFOp>(loc, x[0], x[0]);
+      slope = kb.create<arith::SubFOp>(loc, one, square);
+    }
+    return kb.create<arith::MulFOp>(loc, x[1], slope);
+  }
+  if (isa<ReluGradOp>(op)) {
+    Value zero = kb.create<arith::ConstantOp>(loc, kb.getF32FloatAttr(0.0f));
+    Value positive =
+        kb.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT, x[0], zero);
+    return kb.create<arith::SelectOp>(loc, positive, x[1], zero);
+  }
   assert(isa<SigmoidOp>(op) && "not an elementwise op");
   // 1 / (1 + exp(-x)): exp overflows to +inf for very negative x, which
   // gives the correct limit 0.

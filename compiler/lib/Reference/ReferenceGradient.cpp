@@ -23,6 +23,14 @@ struct ReferenceGradient::Tape {
   std::vector<Entry> entries;
   /// The slots of the loss nodes' results: each is seeded with 1.
   std::vector<unsigned> losses;
+  /// Slots seeded with an adjoint of their own (moduleAdjoint's results).
+  std::vector<std::pair<unsigned, std::vector<double>>> seeds;
+
+  /// A value no op of the tape made: an argument of the module run alone.
+  unsigned input(std::vector<double> value) {
+    values.push_back(std::move(value));
+    return values.size() - 1;
+  }
 
   unsigned add(Operation *op, SmallVector<unsigned, 4> in,
                std::vector<double> value) {
@@ -220,6 +228,36 @@ FailureOr<double> ReferenceGradient::forward(InstanceOp instance, Tape &tape) {
   return loss;
 }
 
+FailureOr<std::vector<std::vector<double>>>
+ReferenceGradient::moduleAdjoint(func::FuncOp fn,
+                                 ArrayRef<std::vector<double>> arguments,
+                                 ArrayRef<std::vector<double>> resultAdjoints) {
+  if (fn.getBody().empty() || fn.getNumArguments() != arguments.size() ||
+      fn.getNumResults() != resultAdjoints.size())
+    return fn.emitOpError()
+           << "takes " << fn.getNumArguments() << " arguments and "
+           << fn.getNumResults() << " result adjoints";
+  Tape tape;
+  DenseMap<Value, unsigned> env;
+  SmallVector<unsigned, 4> args;
+  for (auto [arg, v] : llvm::zip(fn.getArguments(), arguments)) {
+    args.push_back(tape.input(v));
+    env[arg] = args.back();
+  }
+  SmallVector<unsigned, 2> results;
+  if (failed(record(fn.getBody().front(), env, results, tape)))
+    return failure();
+  for (auto [slot, seed] : llvm::zip(results, resultAdjoints))
+    tape.seeds.push_back({slot, seed});
+  std::vector<std::vector<double>> adjoints;
+  backward(tape, &adjoints);
+  std::vector<std::vector<double>> out;
+  for (auto [arg, slot] : llvm::zip(arguments, args))
+    out.push_back(adjoints[slot].empty() ? std::vector<double>(arg.size(), 0.0)
+                                         : adjoints[slot]);
+  return out;
+}
+
 FailureOr<double> ReferenceGradient::loss(InstanceOp instance) {
   Tape tape;
   return forward(instance, tape);
@@ -233,9 +271,12 @@ FailureOr<double> ReferenceGradient::accumulate(InstanceOp instance) {
   return loss;
 }
 
-void ReferenceGradient::backward(Tape &tape) {
+void ReferenceGradient::backward(Tape &tape,
+                                 std::vector<std::vector<double>> *adjoints) {
   // An empty adjoint is one no loss depends on: its producer is skipped.
-  std::vector<std::vector<double>> adj(tape.values.size());
+  std::vector<std::vector<double>> local;
+  std::vector<std::vector<double>> &adj = adjoints ? *adjoints : local;
+  adj.assign(tape.values.size(), {});
   auto adjointOf = [&](unsigned s) -> std::vector<double> & {
     if (adj[s].empty())
       adj[s].assign(tape.values[s].size(), 0.0);
@@ -243,6 +284,11 @@ void ReferenceGradient::backward(Tape &tape) {
   };
   for (unsigned s : tape.losses)
     adjointOf(s).front() += 1.0;
+  for (const auto &[s, seed] : tape.seeds) {
+    std::vector<double> &a = adjointOf(s);
+    for (size_t i = 0; i < a.size(); ++i)
+      a[i] += seed[i];
+  }
 
   for (const Tape::Entry &e : llvm::reverse(tape.entries)) {
     if (adj[e.out].empty())

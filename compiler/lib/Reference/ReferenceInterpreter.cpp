@@ -106,6 +106,41 @@ ReferenceInterpreter::evalBlock(Block &block,
       unary([](float v) { return v > 0.0f ? v : 0.0f; });
     } else if (isa<NegOp>(op)) {
       unary([](float v) { return -v; });
+    } else if (isa<SigmoidGradOp>(op)) {
+      binary([](float y, float d) {
+        return float(double(d) * double(y) * (1.0 - double(y)));
+      });
+    } else if (isa<TanhGradOp>(op)) {
+      binary([](float y, float d) {
+        return float(double(d) * (1.0 - double(y) * double(y)));
+      });
+    } else if (isa<ReluGradOp>(op)) {
+      binary([](float x, float d) { return x > 0.0f ? d : 0.0f; });
+    } else if (auto lt = dyn_cast<LinearTransposeOp>(op)) {
+      FailureOr<const rt::ParamTensor *> w = param(op, lt.getWeight());
+      if (failed(w))
+        return failure();
+      int64_t n = (*w)->shape[0], k = (*w)->shape[1];
+      const std::vector<float> &dy = in(0);
+      int64_t rows = dy.size() / n;
+      std::vector<float> dx(rows * k);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < k; ++j) {
+          double acc = 0;
+          for (int64_t i = 0; i < n; ++i)
+            acc += double((*w)->data[i * k + j]) * double(dy[r * n + i]);
+          dx[r * k + j] = static_cast<float>(acc);
+        }
+      env[lt.getResult()] = std::move(dx);
+    } else if (auto pad = dyn_cast<PadOp>(op)) {
+      int64_t inW = lastDim(pad.getInput()), outW = lastDim(pad.getResult());
+      int64_t off = pad.getOffsetAttr().getInt();
+      const std::vector<float> &x = in(0);
+      int64_t rows = x.size() / inW;
+      std::vector<float> y(rows * outW, 0.0f);
+      for (int64_t r = 0; r < rows; ++r)
+        std::copy_n(x.data() + r * inW, inW, y.data() + r * outW + off);
+      env[pad.getResult()] = std::move(y);
     } else if (auto concat = dyn_cast<ConcatOp>(op)) {
       int64_t outW = lastDim(concat.getResult());
       int64_t rows = in(0).size() / lastDim(concat.getInputs()[0]);
@@ -249,6 +284,21 @@ ReferenceInterpreter::run(InstanceOp instance) {
   DenseMap<Value, std::vector<float>> env;
   std::vector<std::vector<float>> results;
   if (failed(evalBlock(instance.getBody().front(), env, results)))
+    return failure();
+  return results;
+}
+
+FailureOr<std::vector<std::vector<float>>>
+ReferenceInterpreter::callModule(func::FuncOp fn,
+                                 ArrayRef<std::vector<float>> arguments) {
+  if (fn.getBody().empty() || fn.getNumArguments() != arguments.size())
+    return fn.emitOpError() << "takes " << fn.getNumArguments()
+                            << " arguments and a body to be called";
+  DenseMap<Value, std::vector<float>> env;
+  for (auto [arg, v] : llvm::zip(fn.getArguments(), arguments))
+    env[arg] = v;
+  std::vector<std::vector<float>> results;
+  if (failed(evalBlock(fn.getBody().front(), env, results)))
     return failure();
   return results;
 }

@@ -15,6 +15,7 @@
 #include "dynb/Dialect/DynbOps.h"
 #include "dynb/Runtime/ParameterStore.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
@@ -38,6 +39,15 @@ public:
   /// that loss.
   mlir::FailureOr<double> accumulate(InstanceOp instance);
 
+  /// The vector-Jacobian product of module `fn` on one row of arguments:
+  /// the adjoints of its arguments for `resultAdjoints` (one per result),
+  /// whose parameter gradients are added to gradients(). The checks of
+  /// dynb-grad's adjoint modules compare with it.
+  mlir::FailureOr<std::vector<std::vector<double>>>
+  moduleAdjoint(mlir::func::FuncOp fn,
+                llvm::ArrayRef<std::vector<double>> arguments,
+                llvm::ArrayRef<std::vector<double>> resultAdjoints);
+
   /// One tensor per parameter of the store, same shape, in double: the sum
   /// over every accumulate() so far.
   const std::map<std::string, std::vector<double>> &gradients() const {
@@ -59,7 +69,10 @@ private:
                              llvm::DenseMap<mlir::Value, unsigned> &env,
                              llvm::SmallVectorImpl<unsigned> &results,
                              Tape &tape);
-  void backward(Tape &tape);
+  /// Adds the tape's parameter gradients to gradients(); `adjoints`, when
+  /// given, receives every slot's adjoint (empty: none reached it).
+  void backward(Tape &tape,
+                std::vector<std::vector<double>> *adjoints = nullptr);
   struct Tensor;
   mlir::FailureOr<const Tensor *> param(mlir::Operation *user,
                                         llvm::StringRef name) const;

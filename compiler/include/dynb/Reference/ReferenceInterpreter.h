@@ -5,6 +5,7 @@
 #include "dynb/Dialect/DynbOps.h"
 #include "dynb/Runtime/ParameterStore.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include <vector>
@@ -21,6 +22,11 @@ public:
 
   /// The outputs of one instance, one vector per output.
   mlir::FailureOr<std::vector<std::vector<float>>> run(InstanceOp instance);
+  /// Runs module `fn` alone on one row of arguments (the checks of
+  /// dynb-grad's forward and adjoint modules use it).
+  mlir::FailureOr<std::vector<std::vector<float>>>
+  callModule(mlir::func::FuncOp fn,
+             llvm::ArrayRef<std::vector<float>> arguments);
   /// The sum, in double, of every loss node (`dynb.softmax_xent`) of the
   /// instances run so far, and whether there was one.
   double loss() const { return loss_; }

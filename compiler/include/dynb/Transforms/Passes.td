@@ -82,6 +82,42 @@ def LowerLaunches : Pass<"dynb-lower-launches", "mlir::ModuleOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def DifferentiateModules : Pass<"dynb-grad", "mlir::ModuleOp"> {
+  let summary = "Write each module's forward module, which also returns what "
+                "its adjoint needs, and its adjoint module";
+  let description = [{
+    Reverse-mode differentiation of the dynb modules (`func.func`s). For a
+    module `@f(x...) -> (y...)` it adds two modules of the dynb dialect, so
+    that module lowering turns both into fused kernels and GEMMs as it does
+    any module:
+
+    - `@f_fwd(x...) -> (y..., s...)`: `@f`'s body, also returning the
+      values `s` its adjoint reads (the saved activations: a linear's
+      input, a product's factors, a sigmoid's or tanh's output, a relu's
+      input), with `dynb.grad.forward_of = @f`.
+    - `@f_adj(dy..., s...) -> (dx..., dz...)`: from the adjoints `dy` of the
+      results and the saved values, the adjoints `dx` of the arguments that
+      have one (their indices are `dynb.grad.args`), then, for every linear
+      of `@f` that a result depends on, the adjoint `dz` of its output. The
+      parameter gradients are left to whoever runs the adjoint over a batch
+      of rows: a linear's weight gradient is the GEMM `dzᵀ s[input]` over
+      those rows and its bias gradient the column sum of `dz`, which is
+      what `dynb.grad.linears` lists (`weight`, `bias`, `input`: the index
+      of the saved value). `dynb.grad.adjoint_of = @f`.
+
+    Adjoints are computed in reverse order; where a value has several uses
+    its adjoints are summed with `dynb.add`. A linear's input adjoint is
+    `dynb.linear_transpose`, a slice's `dynb.pad`, a concat's slices of the
+    incoming adjoint, and the elementwise ops' are elementwise
+    (`dynb.sigmoid_grad`, `dynb.tanh_grad`, `dynb.relu_grad`, `dynb.mul`,
+    `dynb.neg`). A module that already has an adjoint is left alone, so
+    the pass can run twice. Expert modules and modules with feature-map ops
+    or calls are errors: they cannot be differentiated yet.
+  }];
+  let dependentDialects = ["::dynb::DynbDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def ExpandMath : Pass<"dynb-expand-math", "mlir::ModuleOp"> {
   let summary = "Expand tanh and exp into polynomials over arith ops";
   let description = [{

@@ -347,6 +347,66 @@ def Dynb_SoftmaxXentOp : Dynb_Op<"softmax_xent",
 }
 
 //===----------------------------------------------------------------------===//
+// Adjoint ops: what dynb-grad writes into adjoint modules
+//===----------------------------------------------------------------------===//
+
+class Dynb_DerivativeOp<string mnemonic, string what>
+    : Dynb_Op<mnemonic, [Pure, SameOperandsAndResultType, Elementwise]> {
+  let summary = "elementwise " # what;
+  let description = [{
+    Written by `dynb-grad` into adjoint modules, where it fuses into kernels
+    as the other elementwise ops do. The first operand is the value the
+    forward pass saved, the second the incoming adjoint.
+  }];
+  let arguments = (ins Dynb_Tensor:$saved, Dynb_Tensor:$adjoint);
+  let results = (outs Dynb_Tensor:$result);
+  let assemblyFormat = "$saved `,` $adjoint attr-dict `:` type($result)";
+}
+
+def Dynb_SigmoidGradOp : Dynb_DerivativeOp<"sigmoid_grad",
+    "sigmoid's adjoint, adjoint * y * (1 - y), from its output y">;
+def Dynb_TanhGradOp : Dynb_DerivativeOp<"tanh_grad",
+    "tanh's adjoint, adjoint * (1 - y * y), from its output y">;
+def Dynb_ReluGradOp : Dynb_DerivativeOp<"relu_grad",
+    "relu's adjoint, the adjoint where its input x > 0 and 0 elsewhere">;
+
+def Dynb_LinearTransposeOp : Dynb_Op<"linear_transpose",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "a linear's input adjoint: dx = dy W over the last dimension";
+  let description = [{
+    `weight` is the [N x K] parameter of the `dynb.linear` whose adjoint
+    this is: the input's last dimension is N and the result's is K.
+
+    ```mlir
+    %dx = dynb.linear_transpose %dy weight @W : tensor<48xf32> -> tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins Dynb_Tensor:$input, FlatSymbolRefAttr:$weight);
+  let results = (outs Dynb_Tensor:$result);
+  let assemblyFormat = [{
+    $input `weight` $weight attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Dynb_PadOp : Dynb_Op<"pad", [Pure]> {
+  let summary = "a slice's adjoint: the input at `offset` in zeros";
+  let description = [{
+    The result is as wide as the sliced value; its last dimension holds the
+    input from `offset` on and zeros elsewhere.
+
+    ```mlir
+    %d = dynb.pad %di [16] : tensor<16xf32> -> tensor<48xf32>
+    ```
+  }];
+  let arguments = (ins Dynb_Tensor:$input, I64Attr:$offset);
+  let results = (outs Dynb_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $offset `]` attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // The batched schedule produced by dynb-batch
 //===----------------------------------------------------------------------===//
 
