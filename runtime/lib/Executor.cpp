@@ -121,6 +121,7 @@ Status Executor::Impl::runGemm(size_t stepIndex, const GemmStep &step,
   args.c = resolved.at(step.c.buffer, step.c.row, step.c.col);
   args.ldc = resolved.buffers[step.c.buffer].cols;
   args.relu = step.relu;
+  args.weightAsStored = step.weightAsStored;
   Status status = gemm.run(args);
   stats.gemmPrimitivesCreated = gemm.primitivesCreated();
   if (status)

@@ -27,12 +27,13 @@ struct MatmulKey {
   int64_t m; // or DNNL_RUNTIME_DIM_VAL (GemmCacheOptions::blockBits 0)
   int64_t k, n, lda, ldc;
   bool hasBias, relu;
-  bool packed; // GemmArgs::packedW given
+  bool packed;   // GemmArgs::packedW given
+  bool asStored; // GemmArgs::weightAsStored
 
   bool operator==(const MatmulKey &other) const {
     return m == other.m && k == other.k && n == other.n && lda == other.lda &&
            ldc == other.ldc && hasBias == other.hasBias && relu == other.relu &&
-           packed == other.packed;
+           packed == other.packed && asStored == other.asStored;
   }
 };
 
@@ -42,7 +43,8 @@ struct MatmulKeyHash {
     for (int64_t field :
          {key.m, key.k, key.n, key.lda, key.ldc,
           static_cast<int64_t>(key.hasBias), static_cast<int64_t>(key.relu),
-          static_cast<int64_t>(key.packed)}) {
+          static_cast<int64_t>(key.packed),
+          static_cast<int64_t>(key.asStored)}) {
       h ^= static_cast<uint64_t>(field) + 0x9e3779b97f4a7c15ull + (h << 6) +
            (h >> 2);
     }
@@ -128,7 +130,9 @@ struct GemmCache::Impl {
 Status GemmCache::Impl::createMatmul(const MatmulKey &key, CachedMatmul &out) {
   // W is [n x k] row-major; read as B = W^T it is [k x n] with strides
   // {1, k}, which oneDNN handles as a transposed operand without a copy.
-  dnnl_dims_t wDims = {key.k, key.n}, wStrides = {1, key.k};
+  // Read as stored, W is [k x n] row-major itself.
+  dnnl_dims_t wDims = {key.k, key.n};
+  dnnl_dims_t wStrides = {key.asStored ? key.n : 1, key.asStored ? 1 : key.k};
   dnnl_memory_desc_t aMd, wMd, biasMd, cMd;
   dnnl_status_t status;
   if ((status = rowMajor(aMd, key.m, key.k, key.lda)) != dnnl_success ||
@@ -256,7 +260,8 @@ Status GemmCache::Impl::runOneDnn(const GemmArgs &args, bool fixedM) {
                 args.ldc,
                 args.bias != nullptr,
                 args.relu,
-                args.packedW != nullptr};
+                args.packedW != nullptr,
+                args.weightAsStored};
   auto it = cache.find(key);
   if (it == cache.end()) {
     auto matmul = std::make_unique<CachedMatmul>();
@@ -422,6 +427,9 @@ Status GemmCache::run(const GemmArgs &args) {
     return Status::error(
         fmt::format("gemm: bad shape m={} k={} n={} lda={} ldc={}", args.m,
                     args.k, args.n, args.lda, args.ldc));
+  if (args.weightAsStored && (args.bias || args.relu || args.packedW))
+    return Status::error("gemm: a weight read as stored takes no bias, ReLU "
+                         "or packed copy");
   // A problem without multiply-adds (some dimension is 0) never reaches
   // oneDNN, which would need a primitive just to write the bias.
   int64_t macs = args.m * args.n * args.k;
@@ -467,6 +475,20 @@ void dynb::rt::smallGemm(const GemmArgs &args) {
   // Eight independent partial sums let the compiler vectorise the dot
   // product without reassociating floating-point adds itself.
   constexpr int64_t kLanes = 8;
+  if (args.weightAsStored) {
+    // c row i = sum over p of a[i][p] * w row p: rows of w, scaled, added.
+    for (int64_t i = 0; i < args.m; ++i) {
+      const float *aRow = args.a + i * args.lda;
+      float *cRow = args.c + i * args.ldc;
+      std::fill(cRow, cRow + args.n, 0.0f);
+      for (int64_t p = 0; p < args.k; ++p) {
+        const float *wRow = args.w + p * args.n;
+        for (int64_t j = 0; j < args.n; ++j)
+          cRow[j] += aRow[p] * wRow[j];
+      }
+    }
+    return;
+  }
   for (int64_t i = 0; i < args.m; ++i) {
     const float *aRow = args.a + i * args.lda;
     float *cRow = args.c + i * args.ldc;

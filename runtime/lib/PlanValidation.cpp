@@ -207,11 +207,19 @@ private:
     if (Status status = checkBufferId(gemm.weight, "weight"))
       return status;
     const BufferDesc &weight = plan_.buffers[gemm.weight];
-    if (gemm.a.cols != weight.cols)
+    if (gemm.weightAsStored) {
+      if (gemm.hasBias || gemm.relu)
+        return fail("a weight read as stored takes no bias or ReLU");
+      if (gemm.a.cols != weight.rows || gemm.c.cols != weight.cols)
+        return fail(fmt::format("a has {} cols and c {}, but weight {} read "
+                                "as stored is [{} x {}]",
+                                gemm.a.cols, gemm.c.cols, gemm.weight,
+                                weight.rows, weight.cols));
+    } else if (gemm.a.cols != weight.cols)
       return fail(fmt::format("a has {} cols but weight {} is [{} x {}]",
                               gemm.a.cols, gemm.weight, weight.rows,
                               weight.cols));
-    if (gemm.c.cols != weight.rows)
+    if (!gemm.weightAsStored && gemm.c.cols != weight.rows)
       return fail(fmt::format("c has {} cols but weight {} is [{} x {}]",
                               gemm.c.cols, gemm.weight, weight.rows,
                               weight.cols));

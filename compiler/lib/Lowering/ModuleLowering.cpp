@@ -51,7 +51,7 @@ void LoweredModule::printSteps(llvm::raw_ostream &os) const {
       os << " = gemm(";
       printSlot(os, s.a);
       StringRef slice = s.perExpert ? "[e]" : "";
-      os << ", @" << s.weight << slice << "^T";
+      os << ", @" << s.weight << slice << (s.weightAsStored ? "" : "^T");
       if (!s.bias.empty())
         os << ") + @" << s.bias << slice;
       else
@@ -143,6 +143,7 @@ private:
   LogicalResult lowerMap(Operation *op);
   llvm::SmallPtrSet<Operation *, 8> fusedRelus;
   void emitConcat(ConcatOp op);
+  void emitPad(PadOp op);
   Value emitScalar(OpBuilder &kb, Operation *op, ArrayRef<Value> operands);
 
   func::FuncOp fn;
@@ -338,6 +339,48 @@ void BodyLowering::emitConcat(ConcatOp op) {
   slots[op.getResult()] = dst;
 }
 
+void BodyLowering::emitPad(PadOp op) {
+  // One kernel: the input copied into its window of a local buffer, the
+  // columns either side of it filled with zeros.
+  int64_t inW = widthOf(op.getInput()), outW = widthOf(op.getResult());
+  int64_t offset = op.getOffsetAttr().getInt();
+  SlotRef dst = newLocal(outW);
+  SmallVector<std::pair<int64_t, int64_t>, 2> zeros; // (column, width)
+  if (offset > 0)
+    zeros.push_back({0, offset});
+  if (offset + inW < outW)
+    zeros.push_back({offset + inW, outW - offset - inW});
+  SmallVector<int64_t> argCols = {inW, inW};
+  for (auto [col, width] : zeros)
+    argCols.push_back(width);
+  func::FuncOp kfn = newKernel(argCols, "pad");
+  LoweredStep step;
+  step.kind = LoweredStep::Kind::Kernel;
+  step.kernel = out.kernelNames.size() - 1;
+  step.args.push_back(slots.lookup(op.getInput()));
+  step.args.push_back({dst.kind, dst.index, offset, inW});
+  for (auto [col, width] : zeros)
+    step.args.push_back({dst.kind, dst.index, col, width});
+  Block &entry = kfn.getBody().front();
+  OpBuilder kb = OpBuilder::atBlockEnd(&entry);
+  SmallVector<utils::IteratorType> iters(2, utils::IteratorType::parallel);
+  SmallVector<AffineMap> maps(2, kb.getMultiDimIdentityMap(2));
+  kb.create<linalg::GenericOp>(
+      op.getLoc(), TypeRange{}, ValueRange{entry.getArgument(0)},
+      ValueRange{entry.getArgument(1)}, maps, iters,
+      [&](OpBuilder &nb, Location loc, ValueRange args) {
+        nb.create<linalg::YieldOp>(loc, args[0]);
+      });
+  Value zero =
+      kb.create<arith::ConstantOp>(op.getLoc(), kb.getF32FloatAttr(0.0f));
+  for (unsigned i = 0; i < zeros.size(); ++i)
+    kb.create<linalg::FillOp>(op.getLoc(), ValueRange{zero},
+                              ValueRange{entry.getArgument(2 + i)});
+  kb.create<func::ReturnOp>(op.getLoc());
+  out.steps.push_back(std::move(step));
+  slots[op.getResult()] = dst;
+}
+
 LogicalResult BodyLowering::lowerMap(Operation *op) {
   if (expertCount(fn))
     return op->emitOpError() << "inside expert module @" << fn.getName()
@@ -398,7 +441,7 @@ LogicalResult BodyLowering::run() {
                << "results must be static 1-D tensors or C x H x W maps per "
                   "instance to be lowered (other ranks are not lowered yet)";
     // Ops on the last dimension would cut across the runtime's map layout.
-    if (isa<SliceOp, ConcatOp, LinearOp>(op))
+    if (isa<SliceOp, ConcatOp, PadOp, LinearOp, LinearTransposeOp>(op))
       for (Value v : op->getOperands())
         if (cast<RankedTensorType>(v.getType()).getRank() != 1)
           return op->emitOpError()
@@ -457,6 +500,26 @@ LogicalResult BodyLowering::run() {
         slots[relu->getResult(0)] = step.c;
       }
       out.steps.push_back(std::move(step));
+      continue;
+    }
+    if (auto transpose = dyn_cast<LinearTransposeOp>(op)) {
+      FailureOr<SlotRef> in = materialize(transpose.getInput());
+      if (failed(in))
+        return failure();
+      LoweredStep step;
+      step.kind = LoweredStep::Kind::Gemm;
+      step.a = *in;
+      step.weight = transpose.getWeight().str();
+      step.weightAsStored = true;
+      step.c = newLocal(widthOf(transpose.getResult()));
+      slots[transpose.getResult()] = step.c;
+      out.steps.push_back(std::move(step));
+      continue;
+    }
+    if (auto pad = dyn_cast<PadOp>(op)) {
+      if (failed(materialize(pad.getInput())))
+        return failure();
+      emitPad(pad);
       continue;
     }
     if (auto concat = dyn_cast<ConcatOp>(op)) {

@@ -184,6 +184,7 @@ void PlanAssembler::appendSteps(
       step.weight = paramBuffer(s.weight);
       step.hasBias = !s.bias.empty();
       step.relu = s.relu;
+      step.weightAsStored = s.weightAsStored;
       if (step.hasBias)
         step.bias = paramBuffer(s.bias);
       out.push_back(std::move(step));

@@ -54,6 +54,50 @@ private:
   }
   LogicalResult differentiate(Operation *op, Value dy);
 
+  /// x's adjoint, once every use of x was differentiated: the slices' parts
+  /// joined in. Where the slices of x tile it exactly (a TreeLSTM's gates
+  /// are slices of one linear's output), their adjoints are concatenated;
+  /// otherwise each is padded to x's width and summed.
+  Value adjointOf(Value x) {
+    auto it = pendingSlices.find(x);
+    if (it != pendingSlices.end()) {
+      SmallVector<SliceAdjoint, 3> parts = std::move(it->second);
+      pendingSlices.erase(it);
+      llvm::stable_sort(parts,
+                        [](const SliceAdjoint &a, const SliceAdjoint &b) {
+                          return a.offset < b.offset;
+                        });
+      auto type = cast<RankedTensorType>(x.getType());
+      int64_t end = 0;
+      bool tiles = true;
+      for (const SliceAdjoint &p : parts) {
+        tiles &= p.offset == end;
+        end += cast<RankedTensorType>(p.adjoint.getType()).getShape().back();
+      }
+      tiles &= end == type.getShape().back();
+      if (tiles && parts.size() == 1) {
+        accumulate(x, parts.front().adjoint);
+      } else if (tiles) {
+        SmallVector<Value> pieces;
+        for (const SliceAdjoint &p : parts)
+          pieces.push_back(p.adjoint);
+        accumulate(x, b.create<ConcatOp>(parts.front().loc, type, pieces));
+      } else {
+        for (const SliceAdjoint &p : parts)
+          accumulate(x, b.create<PadOp>(p.loc, type, p.adjoint,
+                                        b.getI64IntegerAttr(p.offset)));
+      }
+    }
+    return adjoints.lookup(x);
+  }
+
+  struct SliceAdjoint {
+    int64_t offset;
+    Value adjoint;
+    Location loc;
+  };
+  DenseMap<Value, SmallVector<SliceAdjoint, 3>> pendingSlices;
+
   func::FuncOp fn;
   Block *block;
   OpBuilder b;
@@ -123,8 +167,9 @@ LogicalResult AdjointBuilder::differentiate(Operation *op, Value dy) {
     return success();
   }
   if (auto slice = dyn_cast<SliceOp>(op)) {
-    Value x = slice.getInput();
-    accumulate(x, b.create<PadOp>(loc, x.getType(), dy, slice.getOffsetAttr()));
+    // Held until x's adjoint is read: slices that tile x become one concat.
+    pendingSlices[slice.getInput()].push_back(
+        {slice.getOffsetAttr().getInt(), dy, loc});
     return success();
   }
   return op->emitOpError("cannot be differentiated by dynb-grad yet (it "
@@ -140,7 +185,7 @@ LogicalResult AdjointBuilder::build() {
   for (Operation &op : llvm::reverse(body.without_terminator())) {
     if (op.getNumResults() != 1)
       return op.emitOpError("cannot be differentiated by dynb-grad yet");
-    Value dy = adjoints.lookup(op.getResult(0));
+    Value dy = adjointOf(op.getResult(0));
     if (!dy) {
       // Nothing a result depends on, but an unsupported op is still one.
       if (!isa<LinearOp, AddOp, MulOp, NegOp, SigmoidOp, TanhOp, ReluOp,
@@ -157,7 +202,7 @@ LogicalResult AdjointBuilder::build() {
   std::reverse(results.begin(), results.end());
   SmallVector<Value> argAdjoints;
   for (BlockArgument arg : fn.getArguments())
-    if (Value d = adjoints.lookup(arg)) {
+    if (Value d = adjointOf(arg)) {
       argsWithAdjoints.push_back(arg.getArgNumber());
       argAdjoints.push_back(d);
     }

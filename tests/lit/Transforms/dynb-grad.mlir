@@ -36,8 +36,9 @@ func.func @leaf(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
 
 // The adjoint module takes the results' adjoints (dh, dc), then the saved
 // values in the order the forward returns them. c has two uses (h's tanh and
-// the result), so its adjoints are summed; the slices' adjoints are pads of
-// the linear's width, summed; the linear's input adjoint is dy W. It returns
+// the result), so its adjoints are summed; the three slices tile the
+// linear's output, so their adjoints are one concat; the linear's input
+// adjoint is dy W. It returns
 // the argument's adjoint and the linear's output adjoint, from which the
 // weight gradient is dyᵀ x over a launch's rows (dynb.grad.linears: input 4
 // is the fifth saved value, x).
@@ -53,16 +54,12 @@ func.func @leaf(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
 // CHECK: %[[DU:.*]] = dynb.tanh_grad %[[TU]], %[[DTU]]
 // CHECK: %[[DO:.*]] = dynb.sigmoid_grad %[[SO]], %[[DSO]]
 // CHECK: %[[DI:.*]] = dynb.sigmoid_grad %[[SI]], %[[DSI]]
-// CHECK: %[[PU:.*]] = dynb.pad %[[DU]][4] : tensor<2xf32> -> tensor<6xf32>
-// CHECK: %[[PO:.*]] = dynb.pad %[[DO]][2]
-// CHECK: %[[S1:.*]] = dynb.add %[[PU]], %[[PO]] : tensor<6xf32>
-// CHECK: %[[PI:.*]] = dynb.pad %[[DI]][0]
-// CHECK: %[[DY:.*]] = dynb.add %[[S1]], %[[PI]] : tensor<6xf32>
+// CHECK: %[[DY:.*]] = dynb.concat %[[DI]], %[[DO]], %[[DU]] : (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<6xf32>
 // CHECK: %[[DX:.*]] = dynb.linear_transpose %[[DY]] weight @W : tensor<6xf32> -> tensor<2xf32>
 // CHECK: return %[[DX]], %[[DY]] : tensor<2xf32>, tensor<6xf32>
 
 // Run again, the pass leaves differentiated modules alone.
-// TWICE-COUNT-6: func.func
+// TWICE-COUNT-9: func.func
 // TWICE-NOT: func.func
 
 // A concat's adjoint is slices of the incoming adjoint; an argument nothing
@@ -86,3 +83,17 @@ func.func @mix(%a: tensor<2xf32>, %b: tensor<3xf32>, %unused: tensor<4xf32>) -> 
 // CHECK: %[[DB:.*]] = dynb.neg %[[DN]]
 // CHECK: %[[DA:.*]] = dynb.relu_grad %[[A]], %[[DR]]
 // CHECK: return %[[DA]], %[[DB]]
+
+// Slices that overlap (or leave a gap) cannot be joined by a concat: each
+// adjoint is padded to the sliced width and the pads are summed.
+func.func @overlap(%x: tensor<4xf32>) -> (tensor<2xf32>, tensor<3xf32>) {
+  %a = dynb.slice %x [0, 2] : tensor<4xf32> -> tensor<2xf32>
+  %b = dynb.slice %x [1, 3] : tensor<4xf32> -> tensor<3xf32>
+  return %a, %b : tensor<2xf32>, tensor<3xf32>
+}
+// CHECK-LABEL: func.func @overlap_adj(
+// CHECK-SAME: %[[DA:[^:]*]]: tensor<2xf32>, %[[DB:[^:]*]]: tensor<3xf32>) -> tensor<4xf32>
+// CHECK: %[[PA:.*]] = dynb.pad %[[DA]][0] : tensor<2xf32> -> tensor<4xf32>
+// CHECK: %[[PB:.*]] = dynb.pad %[[DB]][1] : tensor<3xf32> -> tensor<4xf32>
+// CHECK: %[[D:.*]] = dynb.add %[[PA]], %[[PB]]
+// CHECK: return %[[D]] : tensor<4xf32>

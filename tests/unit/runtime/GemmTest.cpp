@@ -92,6 +92,68 @@ TEST(GemmTest, DefaultThresholdMatchesReference) {
   checkAllShapes(cache);
 }
 
+// c = a * w with w [k x n] as stored (a linear's input adjoint, dy W): every
+// shape, with windows, in oneDNN and in the small-problem loop, against a
+// naive product in double; the window's surroundings keep their sentinels.
+TEST(GemmTest, WeightAsStoredMatchesReference) {
+  for (int64_t smallMax : {int64_t(0), INT64_MAX}) {
+    GemmCache cache(GemmCacheOptions{smallMax});
+    uint32_t seed = 100;
+    for (GemmShape shape : kShapes)
+      for (int64_t extra : {0, 3}) {
+        SCOPED_TRACE(testing::Message()
+                     << "m=" << shape.m << " k=" << shape.k << " n=" << shape.n
+                     << " extra=" << extra << " small-loop max=" << smallMax);
+        int64_t lda = shape.k + extra, ldc = shape.n + 2 * extra + 1;
+        std::vector<float> a = randomValues(shape.m * lda, seed += 3);
+        std::vector<float> w = randomValues(shape.k * shape.n, seed + 1);
+        std::vector<float> c(shape.m * ldc, kSentinel);
+        GemmArgs args;
+        args.m = shape.m;
+        args.k = shape.k;
+        args.n = shape.n;
+        args.a = a.data();
+        args.lda = lda;
+        args.w = w.data();
+        args.c = c.data();
+        args.ldc = ldc;
+        args.weightAsStored = true;
+        Status status = cache.run(args);
+        ASSERT_TRUE(status.isOk()) << status.message();
+        float tolerance = 1e-5f * static_cast<float>(shape.k + 1);
+        for (int64_t i = 0; i < shape.m; ++i)
+          for (int64_t j = 0; j < ldc; ++j) {
+            double expected = kSentinel;
+            if (j < shape.n) {
+              expected = 0;
+              for (int64_t p = 0; p < shape.k; ++p)
+                expected += double(a[i * lda + p]) * double(w[p * shape.n + j]);
+            }
+            ASSERT_NEAR(c[i * ldc + j], expected, tolerance)
+                << "at (" << i << ", " << j << ")";
+          }
+      }
+    EXPECT_EQ(cache.primitivesCreated() > 0, smallMax == 0);
+  }
+}
+
+TEST(GemmTest, WeightAsStoredRefusesABias) {
+  GemmCache cache;
+  std::vector<float> buffer(64);
+  GemmArgs args;
+  args.m = 2;
+  args.k = 4;
+  args.n = 4;
+  args.a = args.w = args.bias = buffer.data();
+  args.c = buffer.data() + 32;
+  args.lda = args.ldc = 4;
+  args.weightAsStored = true;
+  Status status = cache.run(args);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("takes no bias"), std::string::npos)
+      << status.message();
+}
+
 TEST(GemmTest, ZeroInnerDimensionWritesBiasOrZero) {
   GemmCache cache(GemmCacheOptions{0});
   checkGemm(cache, {3, 0, 4}, /*withBias=*/true, 0, 1, 7);

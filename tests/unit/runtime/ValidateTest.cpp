@@ -131,6 +131,21 @@ TEST(ValidateTest, RejectsGemmShapeMismatch) {
                   "step 1 (gemm): bias buffer 3 has 24 elements, not 6");
 }
 
+// A weight read as stored ([6 x 8] read as such: a [3 x 6] a, a [3 x 8] c)
+// takes the other shape rule, and no bias.
+TEST(ValidateTest, ChecksGemmsWithTheWeightAsStored) {
+  ValidPlan stored;
+  GemmStep &g = stored.plan.steps[1].gemm();
+  g.weightAsStored = true;
+  g.hasBias = false;
+  EXPECT_MENTIONS(stored.error(), "step 1 (gemm): a has 8 cols and c 6, but "
+                                  "weight 1 read as stored is [6 x 8]");
+  ValidPlan withBias;
+  withBias.plan.steps[1].gemm().weightAsStored = true;
+  EXPECT_MENTIONS(withBias.error(),
+                  "step 1 (gemm): a weight read as stored takes no bias");
+}
+
 TEST(ValidateTest, RejectsWritesToParametersAndAliasing) {
   ValidPlan gemmIntoParam;
   gemmIntoParam.plan.steps[1].gemm().c = Region{gemmIntoParam.emb, 0, 3, 0, 6};

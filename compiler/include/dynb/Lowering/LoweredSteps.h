@@ -41,6 +41,8 @@ struct LoweredStep {
   bool perExpert = false;
   /// Gemm: a ReLU on c, fused as a oneDNN post-op (the linear's only use).
   bool relu = false;
+  /// Gemm: c = a * weight, the weight as stored (dynb.linear_transpose).
+  bool weightAsStored = false;
   // Kernel: kernels[kernel] called on args (inputs, then outputs).
   unsigned kernel = 0;
   llvm::SmallVector<SlotRef, 8> args;

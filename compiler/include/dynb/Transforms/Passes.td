@@ -107,8 +107,10 @@ def DifferentiateModules : Pass<"dynb-grad", "mlir::ModuleOp"> {
 
     Adjoints are computed in reverse order; where a value has several uses
     its adjoints are summed with `dynb.add`. A linear's input adjoint is
-    `dynb.linear_transpose`, a slice's `dynb.pad`, a concat's slices of the
-    incoming adjoint, and the elementwise ops' are elementwise
+    `dynb.linear_transpose`; the adjoints of slices that tile a value
+    exactly (a TreeLSTM's gates) are one `dynb.concat`, and other slices'
+    are each a `dynb.pad`, summed; a concat's adjoints are slices of the
+    incoming one, and the elementwise ops' are elementwise
     (`dynb.sigmoid_grad`, `dynb.tanh_grad`, `dynb.relu_grad`, `dynb.mul`,
     `dynb.neg`). A module that already has an adjoint is left alone, so
     the pass can run twice. Expert modules and modules with feature-map ops

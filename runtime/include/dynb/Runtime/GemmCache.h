@@ -23,6 +23,10 @@ struct GemmArgs {
   int64_t ldc = 0;
   /// C = max(C, 0) after the bias, fused into the GEMM.
   bool relu = false;
+  /// c = a * w instead, with w [k x n] row-major as stored: a linear's
+  /// input adjoint, dy W, reads the linear's own [n x k] weight this way.
+  /// No bias and no packed weights with it.
+  bool weightAsStored = false;
   /// Optional: the same weights in oneDNN's own blocked layout
   /// (GemmCache::packWeights). Used where the primitive takes that layout,
   /// else w is: oneDNN then skips repacking W on every call, which matters

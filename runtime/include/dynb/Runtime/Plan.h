@@ -22,7 +22,7 @@ namespace dynb::rt {
 /// 2: dispatch steps (mixture of experts). 3: map steps (feature maps).
 /// 4: a step holds exactly one kind (Step is a variant). 5: softmax
 /// cross-entropy steps and the plan's loss regions.
-constexpr uint32_t kPlanFormatVersion = 5;
+constexpr uint32_t kPlanFormatVersion = 6;
 
 using BufferId = uint32_t;
 
@@ -87,6 +87,9 @@ struct GemmStep {
   Region c;
   /// c = max(c, 0) after the bias, in the GEMM (oneDNN post-op).
   bool relu = false;
+  /// c = a * weight, the weight read as stored (no bias, no ReLU): a
+  /// linear's input adjoint (dynb.linear_transpose).
+  bool weightAsStored = false;
 };
 
 /// Calls a kernel on `rows` rows; every argument region has that many rows.
