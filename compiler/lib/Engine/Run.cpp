@@ -306,6 +306,8 @@ llvm::Error detail::runGraph(EngineModel &m, BatchData &d,
     }
     results.endInstance();
   }
+  // Read before the next run may reuse the arena.
+  results.setLoss(m.executor->loss(runPlan), !runPlan.losses.empty());
   lock.unlock();
   stats.copySeconds = since(t0);
   return llvm::Error::success();

@@ -78,6 +78,10 @@ TEST(EngineOps, EveryPerInstanceOpAndCallsMatchReference) {
                                    R"("weight":"W","bias":"b")",
                                    t.ref(x)));
       Value z = t.unary("tanh", inst.tanh(y), y);
+      // A loss on the linear's logits: not an output, still in the loss.
+      t.node(inst.softmaxXent(y, i % 4),
+             fmt::format(R"("op":"softmax_xent","inputs":[{}],"label":{})",
+                         t.ref(y), i % 4));
       Value sl = t.node(inst.slice(x, 1, 4),
                         fmt::format(R"("op":"slice","inputs":[{}],)"
                                     R"("offset":1,"size":4)",
@@ -128,6 +132,9 @@ TEST(EngineOps, EveryPerInstanceOpAndCallsMatchReference) {
             << ")";
       }
     }
+    ASSERT_TRUE(ref->hasLoss);
+    EXPECT_TRUE(got->hasLoss());
+    EXPECT_NEAR(got->loss(), ref->loss, 1e-4) << toString(s).str();
     if (s != BatchingStrategy::None) {
       EXPECT_LT(got->stats().launches, got->stats().nodes / 4);
     }
@@ -198,6 +205,7 @@ TEST(EngineOps, DispatchesMatchReference) {
     ASSERT_EQ(want.size(), size_t(kInstances));
     auto got = (*engine)->run(batch, s);
     ASSERT_TRUE(bool(got)) << llvm::toString(got.takeError());
+    EXPECT_FALSE(got->hasLoss()); // no loss nodes: none reported
     for (int i = 0; i < kInstances; ++i)
       EXPECT_TRUE(close(got->output(i, 0), want[i]))
           << "instance " << i << " (" << toString(s).str() << ")";

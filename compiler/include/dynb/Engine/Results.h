@@ -49,6 +49,11 @@ public:
     return {d, {static_cast<int64_t>(d.size())}};
   }
   const BatchStats &stats() const { return stats_; }
+  /// The batch's loss: the sum, in double and in plan order, of every loss
+  /// node (Instance::softmaxXent) of its instances, output or not; and
+  /// whether it had any.
+  double loss() const { return loss_; }
+  bool hasLoss() const { return hasLoss_; }
 
   /// For the engine: appends the current instance's outputs, then ends it.
   float *appendOutput(int64_t width) {
@@ -64,6 +69,10 @@ public:
     values_.reserve(floats);
   }
   BatchStats &mutableStats() { return stats_; }
+  void setLoss(double loss, bool hasLoss) {
+    loss_ = loss;
+    hasLoss_ = hasLoss;
+  }
 
 private:
   std::vector<float> values_;
@@ -72,6 +81,8 @@ private:
   /// Instance i has outputs [instanceStart_[i], instanceStart_[i+1]).
   std::vector<uint32_t> instanceStart_ = {0};
   BatchStats stats_;
+  double loss_ = 0;
+  bool hasLoss_ = false;
 };
 
 } // namespace dynb
