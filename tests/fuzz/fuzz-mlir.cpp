@@ -1,8 +1,9 @@
-//===- fuzz-mlir.cpp - Fuzzes the dynb dialect's verifiers and dynb-batch -===//
+//===- fuzz-mlir.cpp - Fuzzes the dialect's verifiers, dynb-grad, dynb-batch ===//
 //
 // Input: MLIR text. It is parsed with the dynb and func dialects
-// registered (the parser verifies), and if it verified, the dynb-batch pass
-// runs on it (the pass manager verifies its result). The pass options come
+// registered (the parser verifies), and if it verified, dynb-grad runs on a
+// copy and the dynb-batch pass on the input (the pass manager verifies
+// their results). The pass options come
 // from the input's length and last byte, so that every input is replayable.
 //
 //===----------------------------------------------------------------------===//
@@ -13,6 +14,7 @@
 
 #include "dynb/Transforms/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
@@ -41,6 +43,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       parseSourceString<ModuleOp>(text, ParserConfig(&ctx));
   if (!module || failed(verify(*module)))
     return 0;
+
+  // dynb-grad may refuse a module (a located error), never crash; what it
+  // writes verifies, and every adjoint names the module it differentiates.
+  {
+    OwningOpRef<ModuleOp> copy(module->clone());
+    PassManager grad(&ctx);
+    grad.addPass(dynb::createDifferentiateModules());
+    if (succeeded(grad.run(*copy)))
+      for (auto fn : copy->getOps<func::FuncOp>())
+        if (auto of = fn->getAttrOfType<FlatSymbolRefAttr>(
+                "dynb.grad.adjoint_of"))
+          FUZZ_ASSERT_INVARIANT(copy->lookupSymbol<func::FuncOp>(of.getAttr()));
+  }
 
   const uint8_t selector = size ? data[size - 1] : 0;
   static const char *const kStrategies[] = {"none", "depth", "agenda",
