@@ -314,6 +314,40 @@ LogicalResult SoftmaxXentOp::verify() {
   return success();
 }
 
+LogicalResult SoftmaxXentGradOp::verify() {
+  RankedTensorType logits = getLogits().getType();
+  if (logits.getRank() != 1 || logits.getDimSize(0) < 1)
+    return emitOpError() << "logits must be a non-empty vector, got "
+                         << shapeString(logits.getShape());
+  int64_t label = getLabelAttr().getInt();
+  if (label < 0 || label >= logits.getDimSize(0))
+    return emitOpError() << "label " << label << " is not a class of "
+                         << logits.getDimSize(0) << " logits";
+  if (getResult().getType() != logits)
+    return emitOpError() << "result must be the logits' type "
+                         << shapeString(logits.getShape()) << ", got "
+                         << shapeString(getResult().getType().getShape());
+  return success();
+}
+
+LogicalResult BatchedSoftmaxXentGradOp::verify() {
+  RankedTensorType logits = getLogits().getType();
+  if (logits.getRank() != 2)
+    return emitOpError() << "logits must be [N x classes], got "
+                         << shapeString(logits.getShape());
+  int64_t n = logits.getDimSize(0), classes = logits.getDimSize(1);
+  if (static_cast<int64_t>(getLabels().size()) != n)
+    return emitOpError() << getLabels().size() << " labels for " << n
+                         << " rows";
+  for (int64_t label : getLabels())
+    if (label < 0 || label >= classes)
+      return emitOpError() << "label " << label << " is not a class of "
+                           << classes << " logits";
+  if (getResult().getType() != logits)
+    return emitOpError() << "result must be the logits' type";
+  return success();
+}
+
 LogicalResult BatchedSoftmaxXentOp::verify() {
   RankedTensorType logits = getLogits().getType();
   if (logits.getRank() != 2)
@@ -720,6 +754,22 @@ Operation *SoftmaxXentOp::buildLaunch(OpBuilder &b,
   return b.create<BatchedSoftmaxXentOp>(getLoc(), resultTypes.front(),
                                         operands.front(),
                                         b.getDenseI64ArrayAttr(labels));
+}
+
+bool SoftmaxXentGradOp::isPerRowAttribute(StringAttr name) {
+  return name == getLabelAttrName();
+}
+
+Operation *SoftmaxXentGradOp::buildLaunch(OpBuilder &b,
+                                          ArrayRef<Operation *> members,
+                                          TypeRange resultTypes,
+                                          ValueRange operands) {
+  SmallVector<int64_t> labels;
+  for (Operation *member : members)
+    labels.push_back(cast<SoftmaxXentGradOp>(member).getLabelAttr().getInt());
+  return b.create<BatchedSoftmaxXentGradOp>(getLoc(), resultTypes.front(),
+                                            operands.front(),
+                                            b.getDenseI64ArrayAttr(labels));
 }
 
 // A call's launch runs the module once on the stacked arguments.

@@ -181,7 +181,13 @@ private:
       return status;
     if (Status status = checkWritable(step.loss.buffer, "loss"))
       return status;
-    if (step.loss.rows != step.logits.rows || step.loss.cols != 1)
+    if (step.gradient) {
+      if (step.loss.rows != step.logits.rows ||
+          step.loss.cols != step.logits.cols)
+        return fail(fmt::format("gradient is [{} x {}] for [{} x {}] logits",
+                                step.loss.rows, step.loss.cols,
+                                step.logits.rows, step.logits.cols));
+    } else if (step.loss.rows != step.logits.rows || step.loss.cols != 1)
       return fail(fmt::format("loss is [{} x {}] for {} rows of logits",
                               step.loss.rows, step.loss.cols,
                               step.logits.rows));

@@ -89,7 +89,8 @@ int dynb::runCompileCommand(Session &session,
   llvm::StringSet<> seen;
   for (ScheduleOp s : (*batched)->getOps<ScheduleOp>())
     for (Operation &op : s.getBody().front()) {
-      if (isa<GatherOp, YieldOp, LookupOp, BatchedSoftmaxXentOp>(op))
+      if (isa<GatherOp, YieldOp, LookupOp, BatchedSoftmaxXentOp,
+              BatchedSoftmaxXentGradOp>(op))
         continue;
       if (!seen.insert(launchCodeKey(op)).second)
         continue;

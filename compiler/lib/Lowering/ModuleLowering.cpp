@@ -545,7 +545,7 @@ LogicalResult BodyLowering::run() {
       return op->emitOpError()
              << "inside module @" << fn.getName()
              << ": embeddings read per-instance data and belong in instances";
-    if (isa<SoftmaxXentOp>(op))
+    if (isa<SoftmaxXentOp, SoftmaxXentGradOp>(op))
       return op->emitOpError()
              << "inside module @" << fn.getName()
              << ": a loss's label is per-instance data; losses belong in "

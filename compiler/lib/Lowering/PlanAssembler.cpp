@@ -55,6 +55,19 @@ rt::Region PlanAssembler::softmaxXent(const rt::Region &logits,
   return loss;
 }
 
+rt::Region PlanAssembler::softmaxXentGrad(const rt::Region &logits,
+                                          llvm::ArrayRef<int64_t> labels) {
+  ++stats_.launches;
+  rt::Region grad = newValue(logits.rows, logits.cols);
+  rt::SoftmaxXentStep step;
+  step.logits = logits;
+  step.labels.assign(labels.begin(), labels.end());
+  step.loss = grad;
+  step.gradient = true;
+  plan_.steps.push_back(std::move(step));
+  return grad;
+}
+
 rt::Region PlanAssembler::compact(const rt::Region &r) {
   rt::Region dst = newValue(r.rows, r.cols);
   rt::GatherStep step;

@@ -100,6 +100,11 @@ FailureOr<rt::Plan> PlanEmitter::run() {
           assembler.softmaxXent(values.lookup(xent.getLogits()).region,
                                 xent.getLabels()),
           -1};
+    } else if (auto grad = dyn_cast<BatchedSoftmaxXentGradOp>(op)) {
+      values[grad.getResult()] = {
+          assembler.softmaxXentGrad(values.lookup(grad.getLogits()).region,
+                                    grad.getLabels()),
+          -1};
     } else if (auto gather = dyn_cast<GatherOp>(op)) {
       emitGather(gather);
     } else if (auto yield = dyn_cast<YieldOp>(op)) {

@@ -188,6 +188,19 @@ ReferenceInterpreter::evalBlock(Block &block,
       loss_ += loss;
       sawLoss_ = true;
       env[xent.getLoss()] = {static_cast<float>(loss)};
+    } else if (auto grad = dyn_cast<SoftmaxXentGradOp>(op)) {
+      const std::vector<float> &z = in(0);
+      double top = *std::max_element(z.begin(), z.end());
+      double sum = 0;
+      for (float v : z)
+        sum += std::exp(double(v) - top);
+      int64_t label = grad.getLabelAttr().getInt();
+      std::vector<float> dz(z.size());
+      for (size_t c = 0; c < z.size(); ++c)
+        dz[c] =
+            static_cast<float>(std::exp(double(z[c]) - top) / sum -
+                               (static_cast<int64_t>(c) == label ? 1.0 : 0.0));
+      env[grad.getResult()] = std::move(dz);
     } else if (auto dispatch = dyn_cast<DispatchOp>(op)) {
       if (failed(evalDispatch(dispatch, env)))
         return failure();

@@ -52,7 +52,8 @@ struct LowerLaunchesPass
     SmallVector<std::unique_ptr<LoweredModule>> lowered;
     for (ScheduleOp schedule : module.getOps<ScheduleOp>())
       for (Operation &op : schedule.getBody().front()) {
-        if (isa<GatherOp, YieldOp, LookupOp, BatchedSoftmaxXentOp>(op))
+        if (isa<GatherOp, YieldOp, LookupOp, BatchedSoftmaxXentOp,
+                BatchedSoftmaxXentGradOp>(op))
           continue;
         if (!seen.insert(launchCodeKey(op)).second)
           continue;

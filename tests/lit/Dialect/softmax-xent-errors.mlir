@@ -33,3 +33,31 @@ func.func @f(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %l = dynb.batched_softmax_xent %x labels [0] : tensor<2x3xf32> -> tensor<2x1xf32>
   return %x : tensor<2x3xf32>
 }
+
+// -----
+
+dynb.param @E : tensor<10x3xf32>
+dynb.instance {
+  %z = dynb.embedding @E [1] : tensor<3xf32>
+  // expected-error @+1 {{label 5 is not a class of 3 logits}}
+  %d = dynb.softmax_xent_grad %z label 5 : tensor<3xf32> -> tensor<3xf32>
+  dynb.output %z : tensor<3xf32>
+}
+
+// -----
+
+dynb.param @E : tensor<10x3xf32>
+dynb.instance {
+  %z = dynb.embedding @E [1] : tensor<3xf32>
+  // expected-error @+1 {{result must be the logits' type [3], got [1]}}
+  %d = dynb.softmax_xent_grad %z label 1 : tensor<3xf32> -> tensor<1xf32>
+  dynb.output %z : tensor<3xf32>
+}
+
+// -----
+
+func.func @f(%z: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{1 labels for 2 rows}}
+  %d = dynb.batched_softmax_xent_grad %z labels [0] : tensor<2x3xf32> -> tensor<2x3xf32>
+  return %d : tensor<2x3xf32>
+}

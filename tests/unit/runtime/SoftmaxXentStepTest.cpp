@@ -107,3 +107,51 @@ TEST(SoftmaxXentStep, LossTermsOutliveTheirStep) {
   EXPECT_NE(lp.plan.buffers[later].arenaOffset,
             lp.plan.buffers[lp.loss].arenaOffset);
 }
+
+// The gradient form writes softmax minus the one-hot label per row (finite
+// for large logits, summing to 0 over the classes) and is no loss term.
+TEST(SoftmaxXentStep, GradientRowsAreSoftmaxMinusTheOneHotLabel) {
+  ParameterStore params;
+  std::vector<float> table = {1.0f, 2.0f, 3.0f, -50.f, 40.f, 100.f};
+  ASSERT_TRUE(params.add("Z", {2, 3}, table).isOk());
+  Plan plan;
+  BufferId z = plan.addParameterBuffer("Z", 2, 3);
+  BufferId grad = plan.addArenaBuffer(2, 3);
+  SoftmaxXentStep step;
+  step.logits = wholeBuffer(plan, z);
+  step.labels = {2, 0};
+  step.loss = wholeBuffer(plan, grad);
+  step.gradient = true;
+  plan.steps.push_back(std::move(step));
+  plan.outputs.push_back(wholeBuffer(plan, grad));
+  planArena(plan);
+  Executor executor(params);
+  ASSERT_TRUE(executor.validate(plan).isOk());
+  Status status = executor.run(plan);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  for (int64_t r = 0; r < 2; ++r) {
+    const float *zr = table.data() + 3 * r;
+    double top = std::max({double(zr[0]), double(zr[1]), double(zr[2])});
+    double sum = 0;
+    for (int c = 0; c < 3; ++c)
+      sum += std::exp(double(zr[c]) - top);
+    const float *got = executor.rowPointer(plan, grad, r);
+    double total = 0;
+    for (int c = 0; c < 3; ++c) {
+      double want = std::exp(double(zr[c]) - top) / sum -
+                    (c == std::vector<int64_t>{2, 0}[r] ? 1.0 : 0.0);
+      EXPECT_NEAR(got[c], want, 1e-7) << "row " << r << " class " << c;
+      total += got[c];
+    }
+    EXPECT_NEAR(total, 0.0, 1e-6);
+  }
+  EXPECT_EQ(executor.loss(plan), 0.0);
+
+  // A gradient region must be as wide as the logits.
+  plan.steps[0].softmaxXent().loss.cols = 1;
+  Status bad = executor.validate(plan);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.message().find("gradient is [2 x 1] for [2 x 3] logits"),
+            std::string::npos)
+      << bad.message();
+}

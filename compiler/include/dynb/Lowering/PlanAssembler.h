@@ -70,6 +70,10 @@ public:
   /// launch.
   rt::Region softmaxXent(const rt::Region &logits,
                          llvm::ArrayRef<int64_t> labels);
+  /// Its logits' adjoint, row by row: softmax minus the one-hot label, a
+  /// value the size of `logits` and no loss term. One launch.
+  rt::Region softmaxXentGrad(const rt::Region &logits,
+                             llvm::ArrayRef<int64_t> labels);
   /// Stacks rows of earlier values: row i is row pairs[2i+1] of
   /// sources[pairs[2i]]. Consecutive rows of one value become a view; any
   /// other gather copies rows into a new buffer of `cols` columns.

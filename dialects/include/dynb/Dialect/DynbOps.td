@@ -346,6 +346,28 @@ def Dynb_SoftmaxXentOp : Dynb_Op<"softmax_xent",
   let hasVerifier = 1;
 }
 
+def Dynb_SoftmaxXentGradOp : Dynb_Op<"softmax_xent_grad",
+    [Pure, DeclareOpInterfaceMethods<Dynb_BatchableOpInterface,
+       ["isPerRowAttribute", "buildLaunch"]>]> {
+  let summary = "the logits' adjoint of a softmax cross-entropy loss";
+  let description = [{
+    `softmax(logits) - onehot(label)`: the gradient of `dynb.softmax_xent`
+    with respect to its logits, for a loss adjoint of 1, where the backward
+    pass of an instance starts. The label is per-instance data, as the
+    loss's is, so the nodes of one width share a launch.
+
+    ```mlir
+    %dz = dynb.softmax_xent_grad %logits label 3 : tensor<5xf32> -> tensor<5xf32>
+    ```
+  }];
+  let arguments = (ins Dynb_Tensor:$logits, I64Attr:$label);
+  let results = (outs Dynb_Tensor:$result);
+  let assemblyFormat = [{
+    $logits `label` $label attr-dict `:` type($logits) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Adjoint ops: what dynb-grad writes into adjoint modules
 //===----------------------------------------------------------------------===//
@@ -478,6 +500,25 @@ def Dynb_BatchedSoftmaxXentOp : Dynb_Op<"batched_softmax_xent"> {
   let results = (outs Dynb_Tensor:$loss);
   let assemblyFormat = [{
     $logits `labels` $labels attr-dict `:` type($logits) `->` type($loss)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dynb_BatchedSoftmaxXentGradOp : Dynb_Op<"batched_softmax_xent_grad",
+    [Pure]> {
+  let summary = "the logits' adjoint of each row's softmax cross-entropy";
+  let description = [{
+    The launch of `dynb.softmax_xent_grad` nodes: row i of the result is
+    softmax(logits row i) minus the one-hot of `labels[i]`.
+
+    ```mlir
+    %dz = dynb.batched_softmax_xent_grad %z labels [3, 0] : tensor<2x5xf32> -> tensor<2x5xf32>
+    ```
+  }];
+  let arguments = (ins Dynb_Tensor:$logits, DenseI64ArrayAttr:$labels);
+  let results = (outs Dynb_Tensor:$result);
+  let assemblyFormat = [{
+    $logits `labels` $labels attr-dict `:` type($logits) `->` type($result)
   }];
   let hasVerifier = 1;
 }

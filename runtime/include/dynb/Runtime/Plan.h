@@ -108,6 +108,10 @@ struct SoftmaxXentStep {
   Region logits;
   std::vector<int64_t> labels;
   Region loss;
+  /// Instead of the loss, row i of `loss` ([rows x classes]) gets the
+  /// logits' adjoint, softmax(logits row i) minus the one-hot of labels[i]
+  /// (dynb.softmax_xent_grad); such a step is not a loss term.
+  bool gradient = false;
 };
 
 class Step;
