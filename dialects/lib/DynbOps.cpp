@@ -330,37 +330,35 @@ LogicalResult SoftmaxXentGradOp::verify() {
   return success();
 }
 
-LogicalResult BatchedSoftmaxXentGradOp::verify() {
-  RankedTensorType logits = getLogits().getType();
+/// The logits and labels of a batched loss or loss adjoint: [N x classes]
+/// logits and one class per row.
+static LogicalResult verifyBatchedLabels(Operation *op, RankedTensorType logits,
+                                         ArrayRef<int64_t> labels) {
   if (logits.getRank() != 2)
-    return emitOpError() << "logits must be [N x classes], got "
-                         << shapeString(logits.getShape());
+    return op->emitOpError() << "logits must be [N x classes], got "
+                             << shapeString(logits.getShape());
   int64_t n = logits.getDimSize(0), classes = logits.getDimSize(1);
-  if (static_cast<int64_t>(getLabels().size()) != n)
-    return emitOpError() << getLabels().size() << " labels for " << n
-                         << " rows";
-  for (int64_t label : getLabels())
+  if (static_cast<int64_t>(labels.size()) != n)
+    return op->emitOpError() << labels.size() << " labels for " << n << " rows";
+  for (int64_t label : labels)
     if (label < 0 || label >= classes)
-      return emitOpError() << "label " << label << " is not a class of "
-                           << classes << " logits";
-  if (getResult().getType() != logits)
+      return op->emitOpError() << "label " << label << " is not a class of "
+                               << classes << " logits";
+  return success();
+}
+
+LogicalResult BatchedSoftmaxXentGradOp::verify() {
+  if (failed(verifyBatchedLabels(*this, getLogits().getType(), getLabels())))
+    return failure();
+  if (getResult().getType() != getLogits().getType())
     return emitOpError() << "result must be the logits' type";
   return success();
 }
 
 LogicalResult BatchedSoftmaxXentOp::verify() {
-  RankedTensorType logits = getLogits().getType();
-  if (logits.getRank() != 2)
-    return emitOpError() << "logits must be [N x classes], got "
-                         << shapeString(logits.getShape());
-  int64_t n = logits.getDimSize(0), classes = logits.getDimSize(1);
-  if (static_cast<int64_t>(getLabels().size()) != n)
-    return emitOpError() << getLabels().size() << " labels for " << n
-                         << " rows";
-  for (int64_t label : getLabels())
-    if (label < 0 || label >= classes)
-      return emitOpError() << "label " << label << " is not a class of "
-                           << classes << " logits";
+  if (failed(verifyBatchedLabels(*this, getLogits().getType(), getLabels())))
+    return failure();
+  int64_t n = getLogits().getType().getDimSize(0);
   if (getLoss().getType().getShape() != ArrayRef<int64_t>{n, 1})
     return emitOpError() << "result must be " << shapeString({n, 1}) << ", got "
                          << shapeString(getLoss().getType().getShape());

@@ -1,4 +1,5 @@
-//===- fuzz-mlir.cpp - Fuzzes the dialect's verifiers, dynb-grad, dynb-batch ===//
+//===- fuzz-mlir.cpp - Fuzzes the dialect's verifiers, dynb-grad, dynb-batch
+//===//
 //
 // Input: MLIR text. It is parsed with the dynb and func dialects
 // registered (the parser verifies), and if it verified, dynb-grad runs on a
@@ -52,8 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     grad.addPass(dynb::createDifferentiateModules());
     if (succeeded(grad.run(*copy)))
       for (auto fn : copy->getOps<func::FuncOp>())
-        if (auto of = fn->getAttrOfType<FlatSymbolRefAttr>(
-                "dynb.grad.adjoint_of"))
+        if (auto of =
+                fn->getAttrOfType<FlatSymbolRefAttr>("dynb.grad.adjoint_of"))
           FUZZ_ASSERT_INVARIANT(copy->lookupSymbol<func::FuncOp>(of.getAttr()));
   }
 

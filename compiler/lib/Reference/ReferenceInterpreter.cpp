@@ -24,6 +24,16 @@ FailureOr<const rt::ParamTensor *> ReferenceInterpreter::param(Operation *user,
   return t;
 }
 
+/// log(sum_c exp(z_c)) in double, shifted by the largest logit so that
+/// exp() stays finite for any input.
+static double logSumExp(const std::vector<float> &z) {
+  double top = *std::max_element(z.begin(), z.end());
+  double sum = 0;
+  for (float v : z)
+    sum += std::exp(double(v) - top);
+  return top + std::log(sum);
+}
+
 static int64_t lastDim(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape().back();
 }
@@ -177,28 +187,21 @@ ReferenceInterpreter::evalBlock(Block &block,
       for (auto [r, v] : llvm::zip(call.getResults(), outs))
         env[r] = std::move(v);
     } else if (auto xent = dyn_cast<SoftmaxXentOp>(op)) {
-      // log(sum_c exp(z_c)) - z_label, shifted by the largest logit.
+      // log(sum_c exp(z_c)) - z_label.
       const std::vector<float> &z = in(0);
-      double top = *std::max_element(z.begin(), z.end());
-      double sum = 0;
-      for (float v : z)
-        sum += std::exp(double(v) - top);
-      double loss =
-          top + std::log(sum) - double(z[xent.getLabelAttr().getInt()]);
+      double loss = logSumExp(z) - double(z[xent.getLabelAttr().getInt()]);
       loss_ += loss;
       sawLoss_ = true;
       env[xent.getLoss()] = {static_cast<float>(loss)};
     } else if (auto grad = dyn_cast<SoftmaxXentGradOp>(op)) {
+      // exp(z_c - logsumexp(z)) - [c == label].
       const std::vector<float> &z = in(0);
-      double top = *std::max_element(z.begin(), z.end());
-      double sum = 0;
-      for (float v : z)
-        sum += std::exp(double(v) - top);
+      double lse = logSumExp(z);
       int64_t label = grad.getLabelAttr().getInt();
       std::vector<float> dz(z.size());
       for (size_t c = 0; c < z.size(); ++c)
         dz[c] =
-            static_cast<float>(std::exp(double(z[c]) - top) / sum -
+            static_cast<float>(std::exp(double(z[c]) - lse) -
                                (static_cast<int64_t>(c) == label ? 1.0 : 0.0));
       env[grad.getResult()] = std::move(dz);
     } else if (auto dispatch = dyn_cast<DispatchOp>(op)) {

@@ -222,7 +222,8 @@ dynb.instance {
   ReferenceGradient grad(s.module(), s.params());
   InstanceOp inst = *s.module().getOps<InstanceOp>().begin();
   EXPECT_TRUE(failed(grad.accumulate(inst)));
-  EXPECT_NE(diagnostics.find("pool.mlir\":5:"), std::string::npos) << diagnostics;
+  EXPECT_NE(diagnostics.find("pool.mlir\":5:"), std::string::npos)
+      << diagnostics;
   EXPECT_NE(diagnostics.find("is not supported by reverse mode yet"),
             std::string::npos)
       << diagnostics;
