@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dynb/Dialect/DynbOps.h"
+#include "dynb/Runtime/ElementCount.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -92,6 +93,9 @@ LogicalResult ParamOp::verify() {
            << type.getRank();
   if (llvm::any_of(type.getShape(), [](int64_t d) { return d <= 0; }))
     return emitOpError("has an empty dimension in shape ")
+           << shapeString(type.getShape());
+  if (!checkedElementCount(type.getShape()))
+    return emitOpError("has more than 2^34 elements in shape ")
            << shapeString(type.getShape());
   return success();
 }

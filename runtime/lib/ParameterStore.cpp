@@ -1,6 +1,8 @@
 //===- ParameterStore.cpp - Named f32 tensors shared by every instance ----===//
 #include "dynb/Runtime/ParameterStore.h"
 
+#include "dynb/Runtime/ElementCount.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -44,10 +46,8 @@ float unitFloat(uint64_t bits) {
 } // namespace
 
 int64_t ParamTensor::numElements() const {
-  int64_t count = 1;
-  for (int64_t dim : shape)
-    count *= dim;
-  return count;
+  // -1 for a shape past the bound: it matches no data and no plan buffer.
+  return dynb::checkedElementCount(shape).value_or(-1);
 }
 
 Status ParameterStore::add(std::string name, std::vector<int64_t> shape,

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "PlanValidation.h"
+#include "dynb/Runtime/ElementCount.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -99,6 +100,11 @@ private:
     if (buffer.rows < 0 || buffer.cols < 0)
       return Status::error(fmt::format("buffer {}: negative shape [{} x {}]",
                                        id, buffer.rows, buffer.cols));
+    // Every later product of a buffer's rows and columns stays in range.
+    if (!dynb::checkedElementCount(buffer.rows, buffer.cols))
+      return Status::error(
+          fmt::format("buffer {}: [{} x {}] has more than 2^34 elements", id,
+                      buffer.rows, buffer.cols));
     if (buffer.kind != BufferDesc::Kind::Parameter)
       return Status::ok();
     const ParamTensor *tensor = params_.find(buffer.paramName);
@@ -108,7 +114,8 @@ private:
     // Ranks 1 and 2 have one natural matrix view, which must be the one
     // asked for; other ranks are viewed as any matrix of the same size.
     const std::vector<int64_t> &shape = tensor->shape;
-    bool matches = buffer.rows * buffer.cols == tensor->numElements();
+    bool matches =
+        dynb::checkedElementCount(buffer.rows, buffer.cols) == tensor->numElements();
     if (shape.size() == 1)
       matches &= buffer.rows == 1 && buffer.cols == shape[0];
     else if (shape.size() == 2)
@@ -318,7 +325,8 @@ private:
     if (Status status = checkBufferId(m.weight, "weight"))
       return status;
     const BufferDesc &w = plan_.buffers[m.weight];
-    if (w.rows * w.cols != m.outChannels * m.channels * m.kernelH * m.kernelW)
+    int64_t window[] = {m.outChannels, m.channels, m.kernelH, m.kernelW};
+    if (w.rows * w.cols != dynb::checkedElementCount(window))
       return fail(fmt::format("weight buffer {} has {} elements, not {} x {} "
                               "x {} x {}",
                               m.weight, w.rows * w.cols, m.outChannels,

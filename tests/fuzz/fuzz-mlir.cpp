@@ -1,8 +1,7 @@
-//===- fuzz-mlir.cpp - Fuzzes the dialect's verifiers, dynb-grad, dynb-batch
-//===//
+//===- fuzz-mlir.cpp - Fuzzes dynbc's .mlir reader, dynb-grad, dynb-batch -===//
 //
-// Input: MLIR text. It is parsed with the dynb and func dialects
-// registered (the parser verifies), and if it verified, dynb-grad runs on a
+// Input: MLIR text. It is read as dynbc reads it (parseMlirGraphs: the
+// nesting scan, the size check, the verifier), and if it verified, dynb-grad runs on a
 // copy and the dynb-batch pass on the input (the pass manager verifies
 // their results). The pass options come
 // from the input's length and last byte, so that every input is replayable.
@@ -11,7 +10,7 @@
 #include "FuzzCommon.h"
 
 #include "dynb/Dialect/DynbOps.h"
-#include "dynb/Import/NestingDepth.h"
+#include "dynb/Import/GraphImporter.h"
 
 #include "dynb/Transforms/Passes.h"
 
@@ -21,6 +20,8 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -35,14 +36,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // buffer would make it read past the input. std::string has one.
   const std::string text(reinterpret_cast<const char *>(data), size);
   MLIRContext &ctx = contexts.next();
-  // dynbc refuses deeper nesting before parsing (MLIR's parser recurses).
-  if (dynb::findExcessiveNesting(text, dynb::kMaxNestingDepth,
-                                 /*lineComments=*/true))
-    return 0;
-
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(text, ParserConfig(&ctx));
-  if (!module || failed(verify(*module)))
+  // Parsed as dynbc parses it: the nesting scan and the size check first.
+  llvm::SourceMgr sourceMgr;
+  OwningOpRef<ModuleOp> module = dynb::parseMlirGraphs(
+      llvm::MemoryBuffer::getMemBuffer(text, "fuzz.mlir",
+                                       /*RequiresNullTerminator=*/true),
+      sourceMgr, ctx);
+  if (!module)
     return 0;
 
   // dynb-grad may refuse a module (a located error), never crash; what it

@@ -1,4 +1,5 @@
 //===- ModelLoader.cpp - A model, its instances and parameters, loaded ---===//
+#include "dynb/Driver/ByteSize.h"
 #include "dynb/Driver/ModelLoader.h"
 #include "dynb/Dialect/DynbOps.h"
 #include "dynb/Dialect/Registration.h"
@@ -180,9 +181,7 @@ uint64_t ModelLoader::parameterBytes() {
   return bytes;
 }
 
-static std::string gib(uint64_t bytes) {
-  return llvm::formatv("{0:F2} GiB", double(bytes) / double(1ull << 30));
-}
+static std::string gib(uint64_t bytes) { return formatByteSize(bytes); }
 
 llvm::Error ModelLoader::seedParams(uint64_t seed) {
   uint64_t bytes = parameterBytes();

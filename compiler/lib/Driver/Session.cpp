@@ -1,4 +1,5 @@
 //===- Session.cpp - The batch, plan, run and check flow behind dynbc -----===//
+#include "dynb/Driver/ByteSize.h"
 #include "dynb/Driver/Session.h"
 #include "dynb/Dialect/DynbOps.h"
 #include "dynb/Driver/MemoryProbes.h"
@@ -115,9 +116,7 @@ uint64_t Session::numInstances() {
   return llvm::range_size(module_->getOps<InstanceOp>());
 }
 
-static std::string gib(uint64_t bytes) {
-  return llvm::formatv("{0:F2} GiB", double(bytes) / double(1ull << 30));
-}
+static std::string gib(uint64_t bytes) { return formatByteSize(bytes); }
 
 /// Runs dynb-batch on `module`. Without `verifyAfter`, the caller verifies
 /// what it needs (the instances were verified on load; verifying them all

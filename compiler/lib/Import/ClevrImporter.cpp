@@ -13,6 +13,7 @@
 #include "dynb/Dialect/Registration.h"
 #include "dynb/Import/DuplicateKeys.h"
 #include "dynb/Import/NestingDepth.h"
+#include "dynb/Runtime/ElementCount.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -434,16 +435,33 @@ OwningOpRef<ModuleOp> ClevrImporter::run(StringRef text) {
     if (const json::Object *q = qv.getAsObject())
       if (const json::Value *iv = q->get("image_index")) {
         std::optional<int64_t> v = iv->getAsInteger();
-        if (!v || *v < 0 || *v > (int64_t(1) << 31)) {
+        // A row index of the feature table, which the runtime keeps as
+        // a 32-bit integer.
+        if (!v || *v < 0 || *v >= (int64_t(1) << 31)) {
           Position p = i < positions.size() ? positions[i].start : Position{};
           emitError(at(p, "question " + std::to_string(i)))
-              << "'image_index' must be an integer from 0 to 2^31";
+              << "'image_index' must be an integer from 0 to 2^31 - 1";
           return nullptr;
         }
         image = *v;
       }
     images.push_back(image);
     rows = std::max(rows, image + 1);
+  }
+  int64_t tableShape[] = {rows,
+                          config.modulesOnly ? config.moduleDim
+                                             : config.featureChannels,
+                          config.mapSize, config.mapSize};
+  if (!checkedElementCount(tableShape)) {
+    size_t largest = std::max_element(images.begin(), images.end()) -
+                     images.begin();
+    Position p =
+        largest < positions.size() ? positions[largest].start : Position{};
+    emitError(at(p, "question " + std::to_string(largest)))
+        << "'image_index' " << images[largest] << " needs a feature table of "
+        << rows << " rows of " << tableShape[1] << "x" << tableShape[2] << "x"
+        << tableShape[3] << ", more than 2^34 elements";
+    return nullptr;
   }
 
   module = ModuleOp::create(fileLoc);

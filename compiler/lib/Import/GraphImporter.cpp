@@ -11,11 +11,13 @@
 #include "dynb/Dialect/Registration.h"
 #include "dynb/Import/DuplicateKeys.h"
 #include "dynb/Import/NestingDepth.h"
+#include "dynb/Runtime/ElementCount.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringExtras.h"
@@ -36,8 +38,6 @@ namespace json = llvm::json;
 namespace {
 
 constexpr int64_t kFormatVersion = 1;
-/// Shapes past this many elements are refused before anything is allocated.
-constexpr int64_t kMaxElements = int64_t(1) << 34;
 
 class JsonImporter {
 public:
@@ -115,16 +115,16 @@ JsonImporter::parseShape(const json::Value *v, Location loc, StringRef field) {
     return error(loc) << "'" << field
                       << "' must be a non-empty list of positive integers";
   SmallVector<int64_t> shape;
-  int64_t elements = 1;
   for (const json::Value &d : *arr) {
     std::optional<int64_t> n = d.getAsInteger();
     if (!n || *n <= 0)
       return error(loc) << "'" << field
                         << "' must be a non-empty list of positive integers";
-    if (*n > kMaxElements || elements > kMaxElements / *n)
-      return error(loc) << "'" << field << "' has more than 2^34 elements";
-    elements *= *n;
     shape.push_back(*n);
+    // Checked as it grows, so that a long list of large dimensions stops at
+    // the first one past the bound.
+    if (!checkedElementCount(shape))
+      return error(loc) << "'" << field << "' has more than 2^34 elements";
   }
   return shape;
 }
@@ -658,6 +658,72 @@ static LogicalResult checkNesting(MLIRContext &ctx, StringRef name,
   return failure();
 }
 
+/// The first shaped type among `op`'s results and its regions' arguments
+/// whose element count passes the bound.
+static std::optional<ShapedType> oversizedType(Operation *op) {
+  auto oversized = [](Type t) -> std::optional<ShapedType> {
+    auto shaped = dyn_cast<ShapedType>(t);
+    if (!shaped || !shaped.hasRank())
+      return std::nullopt;
+    // Dynamic dimensions are the verifier's to refuse where they are wrong;
+    // the static ones must not overflow.
+    SmallVector<int64_t> dims;
+    for (int64_t d : shaped.getShape())
+      if (!ShapedType::isDynamic(d))
+        dims.push_back(d);
+    if (checkedElementCount(dims))
+      return std::nullopt;
+    return shaped;
+  };
+  for (Type t : op->getResultTypes())
+    if (std::optional<ShapedType> s = oversized(t))
+      return s;
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      for (Type t : block.getArgumentTypes())
+        if (std::optional<ShapedType> s = oversized(t))
+          return s;
+  if (auto param = dyn_cast<ParamOp>(op))
+    return oversized(param.getTensorType());
+  if (auto fn = dyn_cast<func::FuncOp>(op))
+    for (Type t : fn.getResultTypes())
+      if (std::optional<ShapedType> s = oversized(t))
+        return s;
+  return std::nullopt;
+}
+
+OwningOpRef<ModuleOp>
+dynb::parseMlirGraphs(std::unique_ptr<llvm::MemoryBuffer> buffer,
+                      llvm::SourceMgr &sourceMgr, MLIRContext &ctx) {
+  loadDynbDialects(ctx);
+  // Scanned before the buffer joins sourceMgr: the diagnostic would echo
+  // the offending line, which in such a file is often the whole file.
+  if (std::optional<MlirNestingFinding> deep =
+          findExcessiveMlirNesting(buffer->getBuffer(), kMaxNestingDepth)) {
+    emitError(FileLineColLoc::get(&ctx, buffer->getBufferIdentifier(),
+                                  deep->line, 1))
+        << deep->message;
+    return nullptr;
+  }
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(
+      sourceMgr, ParserConfig(&ctx, /*verifyAfterParse=*/false));
+  if (!module)
+    return nullptr;
+  WalkResult sizes = module->walk([&](Operation *op) {
+    std::optional<ShapedType> type = oversizedType(op);
+    if (!type)
+      return WalkResult::advance();
+    op->emitError() << "type " << *type
+                    << " has more than 2^34 elements; dynb refuses tensors "
+                       "that large before computing any size from them";
+    return WalkResult::interrupt();
+  });
+  if (sizes.wasInterrupted() || failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+
 OwningOpRef<ModuleOp> dynb::importJsonGraphs(StringRef name, StringRef text,
                                              MLIRContext &ctx,
                                              const ImportLimits &limits) {
@@ -701,11 +767,8 @@ OwningOpRef<ModuleOp> dynb::importGraphFile(StringRef path, MLIRContext &ctx,
     return nullptr;
   }
   if (path.ends_with(".mlir")) {
-    if (failed(checkNesting(ctx, path, (*buf)->getBuffer(),
-                            /*lineComments=*/true)))
-      return nullptr;
-    sourceMgr.AddNewSourceBuffer(std::move(*buf), llvm::SMLoc());
-    OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+    OwningOpRef<ModuleOp> module =
+        parseMlirGraphs(std::move(*buf), sourceMgr, ctx);
     if (module && limits.maxNodes) {
       uint64_t ops = 0;
       module->walk([&](Operation *) { ++ops; });
@@ -870,9 +933,21 @@ FailureOr<OwningOpRef<ModuleOp>> JsonLinesStream::next(MLIRContext &ctx,
   impl_->instancesRead = importer->instancesImported();
   impl_->instanceNodes = importer->instanceNodes();
   OwningOpRef<ModuleOp> module = importer->releaseModule();
-  for (InstanceOp inst : module->getOps<InstanceOp>())
+  // Verifying each instance, not the whole module, leaves out the checks a
+  // module's symbol table makes of its users (a dispatch's experts, top-k
+  // and gate shapes; a call's signature): those are made here, so that a
+  // streamed batch is refused exactly where the whole-file run refuses it.
+  SymbolTableCollection tables;
+  for (InstanceOp inst : module->getOps<InstanceOp>()) {
     if (failed(verify(inst)) || failed(impl_->checkOutputTypes(inst)))
       return failure();
+    WalkResult uses = inst.walk([&](SymbolUserOpInterface user) {
+      return failed(user.verifySymbolUses(tables)) ? WalkResult::interrupt()
+                                                   : WalkResult::advance();
+    });
+    if (uses.wasInterrupted())
+      return failure();
+  }
   return module;
 }
 

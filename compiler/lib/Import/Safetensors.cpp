@@ -8,6 +8,7 @@
 #include "dynb/Import/Safetensors.h"
 #include "dynb/Import/DuplicateKeys.h"
 #include "dynb/Import/NestingDepth.h"
+#include "dynb/Runtime/ElementCount.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -91,16 +92,15 @@ llvm::Error dynb::loadSafetensors(llvm::StringRef path,
     if (!shape || !offs || offs->size() != 2)
       return where("needs 'shape' and two 'data_offsets'");
     Entry e{name, {}, 0, 0};
-    uint64_t elements = 1;
     for (const json::Value &d : *shape) {
       std::optional<int64_t> n = d.getAsInteger();
       if (!n || *n < 0)
         return where("shape has a negative or non-integer dimension");
-      if (*n != 0 && elements > (uint64_t(1) << 40) / uint64_t(*n))
-        return where("shape is too large");
-      elements *= uint64_t(*n);
       e.shape.push_back(*n);
+      if (!checkedElementCount(e.shape))
+        return where("shape has more than 2^34 elements");
     }
+    uint64_t elements = uint64_t(*checkedElementCount(e.shape));
     std::optional<int64_t> b = (*offs)[0].getAsInteger();
     std::optional<int64_t> en = (*offs)[1].getAsInteger();
     if (!b || !en || *b < 0 || *en < *b)
@@ -125,10 +125,18 @@ llvm::Error dynb::loadSafetensors(llvm::StringRef path,
                           llvm::Twine(maxBytes) + " bytes");
   std::sort(entries.begin(), entries.end(),
             [](const Entry &a, const Entry &b) { return a.begin < b.begin; });
-  for (size_t i = 1; i < entries.size(); ++i)
-    if (entries[i].begin < entries[i - 1].end)
-      return fail(path, "tensors '" + entries[i - 1].name + "' and '" +
-                            entries[i].name + "' overlap");
+  // An empty tensor (begin == end) holds no bytes, so it overlaps nothing,
+  // even where it starts inside another tensor. Among the others, sorted by
+  // where they begin, an overlap shows between neighbours.
+  const Entry *previous = nullptr;
+  for (const Entry &e : entries) {
+    if (e.begin == e.end)
+      continue;
+    if (previous && e.begin < previous->end)
+      return fail(path, "tensors '" + previous->name + "' and '" + e.name +
+                            "' overlap");
+    previous = &e;
+  }
   for (Entry &e : entries) {
     std::vector<float> values((e.end - e.begin) / 4);
     // An empty tensor has no data to copy (and memcpy from its null data

@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <memory>
 
@@ -29,6 +30,16 @@ struct ImportLimits {
 mlir::OwningOpRef<mlir::ModuleOp>
 importGraphFile(llvm::StringRef path, mlir::MLIRContext &ctx,
                 llvm::SourceMgr &sourceMgr, const ImportLimits &limits = {});
+
+/// Parses `.mlir` text as dynbc reads it: refused before parsing if it
+/// nests deep enough to overflow the parser (findExcessiveMlirNesting), and
+/// after parsing if a shape has more elements than kMaxTensorElements
+/// (before any verifier or size computation could multiply its
+/// dimensions), then verified. `buffer` joins `sourceMgr` once the scan
+/// passes, so that diagnostics show source lines from then on.
+mlir::OwningOpRef<mlir::ModuleOp>
+parseMlirGraphs(std::unique_ptr<llvm::MemoryBuffer> buffer,
+                llvm::SourceMgr &sourceMgr, mlir::MLIRContext &ctx);
 
 /// Imports interchange JSON from memory; `name` is used in locations.
 mlir::OwningOpRef<mlir::ModuleOp>
