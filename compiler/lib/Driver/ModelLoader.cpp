@@ -1,8 +1,8 @@
 //===- ModelLoader.cpp - A model, its instances and parameters, loaded ---===//
-#include "dynb/Driver/ByteSize.h"
 #include "dynb/Driver/ModelLoader.h"
 #include "dynb/Dialect/DynbOps.h"
 #include "dynb/Dialect/Registration.h"
+#include "dynb/Driver/ByteSize.h"
 #include "dynb/Import/GraphImporter.h"
 #include "dynb/Import/Safetensors.h"
 #include "dynb/Lowering/ModuleLowering.h"
@@ -32,14 +32,38 @@ std::string shapeString(llvm::ArrayRef<int64_t> shape) {
 }
 } // namespace
 
+/// Whether the source manager handler may quote the line `loc` names: the
+/// file is one it holds and the line is short. Otherwise it would open the
+/// file itself, and a hostile file is often one line of megabytes.
+static bool quotableLine(llvm::SourceMgr &sources, FileLineColLoc loc) {
+  constexpr size_t kMaxQuotedLine = 512;
+  for (unsigned id = 1; id <= sources.getNumBuffers(); ++id) {
+    const llvm::MemoryBuffer *buffer = sources.getMemoryBuffer(id);
+    if (buffer->getBufferIdentifier() != loc.getFilename().strref())
+      continue;
+    llvm::SMLoc start = sources.FindLocForLineAndColumn(id, loc.getLine(), 1);
+    if (!start.isValid())
+      return false;
+    StringRef rest(start.getPointer(),
+                   buffer->getBufferEnd() - start.getPointer());
+    return rest.take_front(kMaxQuotedLine + 1).find('\n') <= kMaxQuotedLine ||
+           rest.size() <= kMaxQuotedLine;
+  }
+  return false;
+}
+
 std::unique_ptr<ScopedDiagnosticHandler>
-dynb::attachJsonDiagnostics(MLIRContext &ctx, llvm::raw_ostream &diagnostics) {
+dynb::attachJsonDiagnostics(MLIRContext &ctx, llvm::raw_ostream &diagnostics,
+                            llvm::SourceMgr *mlirSources) {
   return std::make_unique<ScopedDiagnosticHandler>(
-      &ctx, [&diagnostics](Diagnostic &diag) -> LogicalResult {
+      &ctx, [&diagnostics, mlirSources](Diagnostic &diag) -> LogicalResult {
         auto name = dyn_cast<NameLoc>(diag.getLocation());
         auto file = name ? dyn_cast<FileLineColLoc>(name.getChildLoc())
                          : dyn_cast<FileLineColLoc>(diag.getLocation());
-        if (!file || file.getFilename().strref().ends_with(".mlir"))
+        if (!file)
+          return failure();
+        if (file.getFilename().strref().ends_with(".mlir") &&
+            (!mlirSources || quotableLine(*mlirSources, file)))
           return failure();
         auto print = [&](Diagnostic &d, StringRef kind) {
           Location l = d.getLocation();
@@ -78,7 +102,7 @@ ModelLoader::ModelLoader(llvm::raw_ostream &diagnostics)
         auto file = dyn_cast<FileLineColLoc>(loc);
         return !file || file.getFilename().strref().ends_with(".mlir");
       });
-  jsonDiagHandler_ = attachJsonDiagnostics(*ctx_, diagnostics);
+  jsonDiagHandler_ = attachJsonDiagnostics(*ctx_, diagnostics, &sourceMgr_);
   kernels_ = std::make_unique<KernelCache>();
 }
 
@@ -183,12 +207,19 @@ uint64_t ModelLoader::parameterBytes() {
 
 static std::string gib(uint64_t bytes) { return formatByteSize(bytes); }
 
+std::string ModelLoader::graphFile() {
+  if (auto loc = dyn_cast<FileLineColLoc>(module_->getLoc()))
+    return loc.getFilename().str();
+  return "the input";
+}
+
 llvm::Error ModelLoader::seedParams(uint64_t seed) {
   uint64_t bytes = parameterBytes();
   if (limits_.maxMemoryBytes && bytes > limits_.maxMemoryBytes)
-    return makeError("the model's parameters need " + gib(bytes) +
-                     ", more than " + limits_.memoryLimitName + " of " +
-                     gib(limits_.maxMemoryBytes) + "; raise it to run");
+    return makeError(graphFile() + ": the model's parameters need " +
+                     gib(bytes) + ", more than " + limits_.memoryLimitName +
+                     " of " + gib(limits_.maxMemoryBytes) +
+                     "; raise it to run");
   for (ParamOp p : module_->getOps<ParamOp>()) {
     ArrayRef<int64_t> shape = p.getTensorType().getShape();
     params_.addSeeded(p.getSymName().str(),

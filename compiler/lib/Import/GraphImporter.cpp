@@ -700,8 +700,8 @@ dynb::parseMlirGraphs(std::unique_ptr<llvm::MemoryBuffer> buffer,
   // the offending line, which in such a file is often the whole file.
   if (std::optional<MlirNestingFinding> deep =
           findExcessiveMlirNesting(buffer->getBuffer(), kMaxNestingDepth)) {
-    emitError(FileLineColLoc::get(&ctx, buffer->getBufferIdentifier(),
-                                  deep->line, 1))
+    emitError(
+        FileLineColLoc::get(&ctx, buffer->getBufferIdentifier(), deep->line, 1))
         << deep->message;
     return nullptr;
   }
@@ -721,6 +721,13 @@ dynb::parseMlirGraphs(std::unique_ptr<llvm::MemoryBuffer> buffer,
   });
   if (sizes.wasInterrupted() || failed(verify(*module)))
     return nullptr;
+  // The parser gives the module it wraps around top-level ops the location
+  // file:0:0; errors about the whole input (memory, plans) are located there
+  // and would print a line that does not exist.
+  if (auto fileLoc = dyn_cast<FileLineColLoc>(module->getLoc());
+      fileLoc && fileLoc.getLine() == 0)
+    module->getOperation()->setLoc(
+        FileLineColLoc::get(fileLoc.getFilename(), 1, 1));
   return module;
 }
 

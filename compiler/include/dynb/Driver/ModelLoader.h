@@ -43,8 +43,12 @@ struct SessionLimits {
 /// instance 3, node 17 (call): ...` (the source handler would drop the
 /// name, and quote a JSON line that can be megabytes long). Locations in
 /// .mlir files fall through to the source manager handler.
+/// With `mlirSources`, .mlir locations are printed the same way (without
+/// the source excerpt) when their line is not one `mlirSources` holds or is
+/// too long to quote.
 std::unique_ptr<mlir::ScopedDiagnosticHandler>
-attachJsonDiagnostics(mlir::MLIRContext &ctx, llvm::raw_ostream &diagnostics);
+attachJsonDiagnostics(mlir::MLIRContext &ctx, llvm::raw_ostream &diagnostics,
+                      llvm::SourceMgr *mlirSources = nullptr);
 
 class ModelLoader {
 public:
@@ -82,6 +86,8 @@ public:
 
 protected:
   llvm::Error checkParams();
+  /// The file the graphs were read from, for errors about the whole model.
+  std::string graphFile();
   /// What the runtime path needs of a loaded module beyond the verifier.
   mlir::LogicalResult checkLoaded();
 

@@ -32,14 +32,15 @@ def params(doc):
     return {p["name"]: p for p in doc["model"]["params"]}
 
 
-variant("top", lambda d: d["instances"][0]["nodes"][1].update(top=5))
-variant("flat", lambda d: params(d)["W1"].update(shape=[8, 8]))
-variant("unmarked", lambda d: d["model"]["modules"][0].pop("experts"))
-variant("count", lambda d: d["model"]["modules"][0].update(experts=0))
-variant("nomodule", lambda d: d["instances"][0]["nodes"][1].update(experts="nobody"))
-variant("rank4", lambda d: params(d)["W1"].update(shape=[4, 8, 8, 1]))
-variant("inmodule", lambda d: d["model"]["modules"].append(
-    {"name": "wrapper", "nodes": [{"op": "arg", "shape": [8]},
-                                  {"op": "dispatch", "inputs": [0], "gate": "W_gate",
-                                   "experts": "expert", "top": 1}],
-     "outputs": [1]}))
+if __name__ == "__main__":
+    variant("top", lambda d: d["instances"][0]["nodes"][1].update(top=5))
+    variant("flat", lambda d: params(d)["W1"].update(shape=[8, 8]))
+    variant("unmarked", lambda d: d["model"]["modules"][0].pop("experts"))
+    variant("count", lambda d: d["model"]["modules"][0].update(experts=0))
+    variant("nomodule", lambda d: d["instances"][0]["nodes"][1].update(experts="nobody"))
+    variant("rank4", lambda d: params(d)["W1"].update(shape=[4, 8, 8, 1]))
+    variant("inmodule", lambda d: d["model"]["modules"].append(
+        {"name": "wrapper", "nodes": [{"op": "arg", "shape": [8]},
+                                      {"op": "dispatch", "inputs": [0], "gate": "W_gate",
+                                       "experts": "expert", "top": 1}],
+         "outputs": [1]}))

@@ -2,7 +2,7 @@
 
 usage: safetensors.py OUT MODE NAME:d0xd1[=V | @I=V] ...
 MODE: good | truncated | f16 | lying-header | bad-json | overlap | duplicate
-    | non-utf8
+    | non-utf8 | empty-inside
 Values are deterministic ((index % 97) / 1000) so tests can predict outputs;
 '=V' sets every value of the tensor to V, '@I=V' only element I (V: any
 Python float, e.g. nan, inf, 1e38).
@@ -38,6 +38,10 @@ if mode == "overlap":
     last = list(header)[-1]
     a, b = header[last]["data_offsets"]
     header[last]["data_offsets"] = [a - 4, b - 4]
+if mode == "empty-inside":
+    # An empty last tensor whose (empty) range lies inside the first's bytes.
+    last = list(header)[-1]
+    header[last]["data_offsets"] = [4, 4]
 text = json.dumps(header, ensure_ascii=False).encode("utf-8", "surrogateescape")
 if mode == "duplicate":
     # JSON allows it, Python's dict cannot hold it: repeat the first entry.
