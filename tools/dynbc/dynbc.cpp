@@ -210,6 +210,20 @@ static cl::opt<uint64_t>
              cl::init(SessionLimits().maxNodes), cl::sub(compileCmd),
              cl::sub(runCmd), cl::sub(statsCmd), cl::sub(gradCmd),
              cl::cat(dynbCat));
+static cl::opt<uint64_t> maxModuleOps(
+    "max-module-ops",
+    cl::desc("Refuse modules of more nodes than this: a module is compiled "
+             "as one kernel, whose compile time grows faster than its size "
+             "(0: no limit)"),
+    cl::init(SessionLimits().maxModuleOps), cl::sub(compileCmd),
+    cl::sub(runCmd), cl::sub(statsCmd), cl::sub(gradCmd), cl::cat(dynbCat));
+static cl::opt<uint64_t>
+    maxOpInputs("max-op-inputs",
+                cl::desc("Refuse nodes with more inputs than this (a concat of "
+                         "thousands compiles for minutes; 0: no limit)"),
+                cl::init(SessionLimits().maxOpInputs), cl::sub(compileCmd),
+                cl::sub(runCmd), cl::sub(statsCmd), cl::sub(gradCmd),
+                cl::cat(dynbCat));
 static cl::opt<std::string>
     cacheDir("cache-dir",
              cl::desc("Where compiled modules persist between runs (default: "
@@ -252,6 +266,8 @@ int main(int argc, char **argv) {
   input.recordFrontEnd = runCmd && frontEnd == FrontEnd::Auto;
   input.stream = streamInput;
   input.limits.maxNodes = maxNodes;
+  input.limits.maxModuleOps = maxModuleOps;
+  input.limits.maxOpInputs = maxOpInputs;
   std::optional<uint64_t> memory = parseByteSize(maxMemory);
   if (!memory)
     return commandError("--max-memory: expected bytes with an optional K, M "

@@ -115,8 +115,7 @@ LogicalResult ModelLoader::loadGraphs(StringRef path) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
             .count();
   });
-  ImportLimits importLimits;
-  importLimits.maxNodes = limits_.maxNodes;
+  ImportLimits importLimits = limits_.importLimits();
   // CLEVR's own question files become IEP instances (ClevrImporter.h).
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> clevrText =
       path.ends_with(".json")
@@ -131,8 +130,7 @@ LogicalResult ModelLoader::loadGraphs(StringRef path) {
 }
 
 LogicalResult ModelLoader::loadJsonGraphs(StringRef name, StringRef text) {
-  ImportLimits importLimits;
-  importLimits.maxNodes = limits_.maxNodes;
+  ImportLimits importLimits = limits_.importLimits();
   module_ = importJsonGraphs(name, text, *ctx_, importLimits);
   return checkLoaded();
 }

@@ -1,7 +1,7 @@
 //===- Session.cpp - The batch, plan, run and check flow behind dynbc -----===//
-#include "dynb/Driver/ByteSize.h"
 #include "dynb/Driver/Session.h"
 #include "dynb/Dialect/DynbOps.h"
+#include "dynb/Driver/ByteSize.h"
 #include "dynb/Driver/MemoryProbes.h"
 #include "dynb/Import/GraphImporter.h"
 #include "dynb/Import/Safetensors.h"
@@ -430,8 +430,7 @@ LogicalResult Session::openStream(StringRef path) {
            << "--stream reads a JSON Lines file (.jsonl, "
               "docs/interchange.md), not '"
            << path << "'";
-  ImportLimits importLimits;
-  importLimits.maxNodes = limits_.maxNodes;
+  ImportLimits importLimits = limits_.importLimits();
   stream_ = JsonLinesStream::open(path, *ctx_, importLimits);
   if (!stream_)
     return failure();

@@ -223,11 +223,21 @@ LogicalResult JsonImporter::importNodes(
     Location loc =
         place(line, where + llvm::formatv(", node {0} ({1})", i, *opName));
 
+    if (inModule && limits.maxModuleOps && i >= limits.maxModuleOps)
+      return error(loc) << "the module has more than " << limits.maxModuleOps
+                        << " nodes, the --max-module-ops limit; a module is "
+                           "compiled as one kernel, so split it or raise "
+                           "the limit";
     SmallVector<Value, 4> inputs;
     if (const json::Value *in = o->get("inputs")) {
       const json::Array *arr = in->getAsArray();
       if (!arr)
         return error(loc) << "'inputs' must be a list";
+      if (limits.maxOpInputs && arr->size() > limits.maxOpInputs)
+        return error(loc) << "the node has " << arr->size()
+                          << " inputs, more than the --max-op-inputs limit "
+                             "of "
+                          << limits.maxOpInputs << "; raise it to compile it";
       for (const json::Value &ref : *arr) {
         FailureOr<Value> v = resolve(ref, results, i, loc);
         if (failed(v))
@@ -692,6 +702,39 @@ static std::optional<ShapedType> oversizedType(Operation *op) {
   return std::nullopt;
 }
 
+/// The JSON importer's compile budgets, for a parsed .mlir module.
+static LogicalResult checkCompileBudgets(ModuleOp module,
+                                         const ImportLimits &limits) {
+  for (func::FuncOp fn : module.getOps<func::FuncOp>()) {
+    uint64_t ops = 0;
+    WalkResult tooMany = fn.walk([&](Operation *op) {
+      if (op == fn.getOperation() || op->hasTrait<OpTrait::IsTerminator>())
+        return WalkResult::advance();
+      if (limits.maxModuleOps && ++ops > limits.maxModuleOps) {
+        op->emitError() << "module @" << fn.getName() << " has more than "
+                        << limits.maxModuleOps
+                        << " ops, the --max-module-ops limit; a module is "
+                           "compiled as one kernel, so split it or raise "
+                           "the limit";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (tooMany.wasInterrupted())
+      return failure();
+  }
+  WalkResult wide = module.walk([&](Operation *op) {
+    if (op->hasTrait<OpTrait::IsTerminator>() || !limits.maxOpInputs ||
+        op->getNumOperands() <= limits.maxOpInputs)
+      return WalkResult::advance();
+    op->emitError() << "'" << op->getName() << "' has " << op->getNumOperands()
+                    << " inputs, more than the --max-op-inputs limit of "
+                    << limits.maxOpInputs << "; raise it to compile it";
+    return WalkResult::interrupt();
+  });
+  return failure(wide.wasInterrupted());
+}
+
 OwningOpRef<ModuleOp>
 dynb::parseMlirGraphs(std::unique_ptr<llvm::MemoryBuffer> buffer,
                       llvm::SourceMgr &sourceMgr, MLIRContext &ctx) {
@@ -776,6 +819,8 @@ OwningOpRef<ModuleOp> dynb::importGraphFile(StringRef path, MLIRContext &ctx,
   if (path.ends_with(".mlir")) {
     OwningOpRef<ModuleOp> module =
         parseMlirGraphs(std::move(*buf), sourceMgr, ctx);
+    if (module && failed(checkCompileBudgets(*module, limits)))
+      return nullptr;
     if (module && limits.maxNodes) {
       uint64_t ops = 0;
       module->walk([&](Operation *) { ++ops; });

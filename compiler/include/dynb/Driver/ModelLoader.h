@@ -11,6 +11,7 @@
 #define DYNB_DRIVER_MODELLOADER_H
 
 #include "dynb/Import/ClevrImporter.h"
+#include "dynb/Import/GraphImporter.h"
 #include "dynb/JIT/KernelCache.h"
 #include "dynb/Runtime/ParameterStore.h"
 
@@ -31,11 +32,22 @@ namespace dynb {
 struct SessionLimits {
   /// Nodes in the input (0: no limit).
   uint64_t maxNodes = 20'000'000;
+  /// The compile budgets (ImportLimits).
+  uint64_t maxModuleOps = ImportLimits::kDefaultMaxModuleOps;
+  uint64_t maxOpInputs = ImportLimits::kDefaultMaxOpInputs;
   /// Parameters plus the largest batch's arena, bytes (0: no limit).
   uint64_t maxMemoryBytes = uint64_t(16) << 30;
   /// How refusals name that limit: a library caller sets it through its
   /// options, dynbc through a flag, and each says so in its own words.
   std::string memoryLimitName = "the memory limit";
+
+  ImportLimits importLimits() const {
+    ImportLimits limits;
+    limits.maxNodes = maxNodes;
+    limits.maxModuleOps = maxModuleOps;
+    limits.maxOpInputs = maxOpInputs;
+    return limits;
+  }
 };
 
 /// Locations made by the JSON importer name the instance and node in a

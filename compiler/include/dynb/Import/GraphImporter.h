@@ -19,6 +19,14 @@ namespace dynb {
 struct ImportLimits {
   /// Nodes (module and instance ops) at most; 0: no limit.
   uint64_t maxNodes = 0;
+  /// Compile budgets: a module body is JIT-compiled, and LLVM's code
+  /// generation grows faster than linearly in the ops of one kernel and the
+  /// operands of one op, so inputs past these are refused before compiling
+  /// (0: no limit). The defaults are far above any workload's.
+  uint64_t maxModuleOps = kDefaultMaxModuleOps;
+  uint64_t maxOpInputs = kDefaultMaxOpInputs;
+  static constexpr uint64_t kDefaultMaxModuleOps = 1000;
+  static constexpr uint64_t kDefaultMaxOpInputs = 256;
 };
 
 /// Reads a model and a batch of instances: the dynb dialect (`.mlir`), or the

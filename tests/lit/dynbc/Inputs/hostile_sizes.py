@@ -62,3 +62,68 @@ def narrow_gate(doc):
 moe_variant("top", lambda d: d["instances"][1]["nodes"][1].update(top=5))
 moe_variant("plain", plain)
 moe_variant("gate", narrow_gate)
+
+
+# Compile budgets: modules whose one kernel would take LLVM minutes.
+def doc(modules, instances, extra_params=()):
+    return {"dynb": 1,
+            "model": {"params": [{"name": "E", "shape": [6, 4]}] + list(extra_params),
+                      "modules": modules},
+            "instances": instances}
+
+
+def concat_of_args(k):
+    """A module concatenating its k arguments (gathered straight into the
+    windows of the concat) and one concatenating k values it computes."""
+    args = {"name": "wide_args",
+            "nodes": [{"op": "arg", "shape": [4]} for _ in range(k)] +
+                     [{"op": "concat", "inputs": list(range(k))},
+                      {"op": "linear", "inputs": [k], "weight": "Wc"}],
+            "outputs": [k + 1]}
+    computed = [{"op": "arg", "shape": [4]}]
+    for i in range(k):
+        computed.append({"op": ["tanh", "sigmoid", "relu"][i % 3], "inputs": [i]})
+    computed += [{"op": "concat", "inputs": list(range(1, k + 1))},
+                 {"op": "linear", "inputs": [k + 1], "weight": "Wc"}]
+    mixed = {"name": "wide_mixed", "nodes": computed, "outputs": [k + 2]}
+    instances = []
+    for t in range(3):
+        nodes = [{"op": "embedding", "table": "E", "index": (t + i) % 6}
+                 for i in range(k)]
+        nodes.append({"op": "call", "module": "wide_args", "inputs": list(range(k))})
+        nodes.append({"op": "call", "module": "wide_mixed", "inputs": [t]})
+        instances.append({"nodes": nodes, "outputs": [k, k + 1]})
+    return doc([args, mixed], instances, [{"name": "Wc", "shape": [4, 4 * k]}])
+
+
+def chain(n):
+    """A module of n nodes: an argument, then n - 1 elementwise ops."""
+    nodes = [{"op": "arg", "shape": [4]}] + [
+        {"op": "tanh", "inputs": [i]} for i in range(n - 1)]
+    module = {"name": "long", "nodes": nodes, "outputs": [n - 1]}
+    instances = [{"nodes": [{"op": "embedding", "table": "E", "index": 1},
+                            {"op": "call", "module": "long", "inputs": [0]}],
+                  "outputs": [1]}]
+    return doc([module], instances)
+
+
+write("concat20.json", json.dumps(concat_of_args(20)))
+write("concat300.json", json.dumps(concat_of_args(300)))
+write("chain1000.json", json.dumps(chain(1000)))
+write("chain1001.json", json.dumps(chain(1001)))
+
+# The same budgets on the dialect's own form.
+
+write("concat300.mlir", "\n".join([
+    "dynb.param @E : tensor<6x4xf32>",
+    "dynb.instance {",
+    "  %e = dynb.embedding @E [1] : tensor<4xf32>",
+    "  %c = dynb.concat " + ", ".join(["%e"] * 300) + " : (" +
+    ", ".join(["tensor<4xf32>"] * 300) + ") -> tensor<1200xf32>",
+    "  dynb.output %c : tensor<1200xf32>",
+    "}", ""]))
+body = ["func.func @long(%v0: tensor<4xf32>) -> tensor<4xf32> {"]
+for i in range(1, 1002):
+    body.append("  %%v%d = dynb.tanh %%v%d : tensor<4xf32>" % (i, i - 1))
+body += ["  return %v1001 : tensor<4xf32>", "}"]
+write("chain1001.mlir", "\n".join(body) + "\n")
