@@ -167,6 +167,47 @@ dynb.instance {
   "dynb.output"(%x) : (tensor<4xf32>) -> ()
 }) : () -> ()
 """)
+    # Sizes near the edges: element counts that wrap at 2^31, 2^32, 2^63 and
+    # 2^64, aliases that carry nesting into their uses, an affine map, a
+    # concat wider than one compiled kernel holds, and a module near the
+    # ops budget's scale (valid, so the fuzzer mutates past each check).
+    one_launch = open(os.path.join(INPUTS, "one-launch.mlir")).read()
+    for tag, shape in (("2p31", "2147483648x16"), ("2p32", "65536x65536"),
+                       ("2p63", "2147483648x2147483648x2"),
+                       ("2p64", "65536x65536x65536x65536")):
+        put(d, "wrap-" + tag, one_launch + "dynb.param @Big : tensor<%sxf32>\n" % shape)
+    put(d, "aliases", """#m = affine_map<(d0, d1) -> (d0 + d1 * 4, d1)>
+!t = tuple<tuple<tensor<4xf32>>, i32>
+module attributes {test.a = #m, test.b = tuple<!t, !t>} {
+  dynb.param @E : tensor<6x4xf32>
+  dynb.instance {
+    %x = dynb.embedding @E [1] : tensor<4xf32>
+    dynb.output %x : tensor<4xf32>
+  }
+}
+""")
+    wide = ", ".join(["%%x%d" % (i % 3) for i in range(12)])
+    put(d, "wide-concat", "\n".join(
+        ["dynb.param @E : tensor<6x4xf32>",
+         "func.func @wide(%x0: tensor<4xf32>, %x1: tensor<4xf32>) -> tensor<48xf32> {",
+         "  %x2 = dynb.tanh %x1 : tensor<4xf32>",
+         "  %c = dynb.concat " + wide + " : (" + ", ".join(["tensor<4xf32>"] * 12) +
+         ") -> tensor<48xf32>",
+         "  return %c : tensor<48xf32>", "}",
+         "dynb.instance {",
+         "  %a = dynb.embedding @E [1] : tensor<4xf32>",
+         "  %b = dynb.embedding @E [2] : tensor<4xf32>",
+         "  %c = dynb.call @wide(%a, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<48xf32>",
+         "  dynb.output %c : tensor<48xf32>", "}", ""]))
+    chain = ["func.func @long(%v0: tensor<4xf32>) -> tensor<4xf32> {"]
+    chain += ["  %%v%d = dynb.tanh %%v%d : tensor<4xf32>" % (i, i - 1) for i in range(1, 40)]
+    chain += ["  return %v39 : tensor<4xf32>", "}",
+              "dynb.param @E : tensor<6x4xf32>",
+              "dynb.instance {",
+              "  %a = dynb.embedding @E [1] : tensor<4xf32>",
+              "  %b = dynb.call @long(%a) : (tensor<4xf32>) -> tensor<4xf32>",
+              "  dynb.output %b : tensor<4xf32>", "}", ""]
+    put(d, "chain-40", "\n".join(chain))
     tiny_path = os.path.join(INPUTS, "tiny.json")
     for emit in ("dynb", "batched"):
         for src, tag in ((tiny_path, "tiny"), (two_json, "two")):
