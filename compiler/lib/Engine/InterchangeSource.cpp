@@ -379,6 +379,8 @@ llvm::Error InterchangeSource::Impl::readNode(od::object o, Instance &inst,
     else if (key == "inputs") {
       if (llvm::Error e = readRefList(v, instance, node, depth + 1))
         return e;
+      if (limits.maxOpInputs && refs.size() > limits.maxOpInputs)
+        return failNode(instance, node, "over the --max-op-inputs limit");
       inputs.assign(refs.begin(), refs.end());
     } else if (key == "table")
       readString(v, table);

@@ -109,6 +109,10 @@ def chain(n):
 
 write("concat20.json", json.dumps(concat_of_args(20)))
 write("concat300.json", json.dumps(concat_of_args(300)))
+wide_instance = doc([], [{"nodes": [{"op": "embedding", "table": "E", "index": 1},
+                                     {"op": "concat", "inputs": [0] * 300}],
+                           "outputs": [1]}])
+write("instance-concat300.json", json.dumps(wide_instance))
 write("chain1000.json", json.dumps(chain(1000)))
 write("chain1001.json", json.dumps(chain(1001)))
 
