@@ -102,6 +102,11 @@ void ParameterStore::addSeeded(std::string name, std::vector<int64_t> shape,
   tensors_.insert_or_assign(std::move(name), std::move(tensor));
 }
 
+ParamTensor *ParameterStore::findMutable(std::string_view name) {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
 const ParamTensor *ParameterStore::find(std::string_view name) const {
   auto it = tensors_.find(name);
   return it == tensors_.end() ? nullptr : &it->second;

@@ -30,6 +30,8 @@ public:
   /// from a generator seeded by (seed, name).
   void addSeeded(std::string name, std::vector<int64_t> shape, uint64_t seed);
   const ParamTensor *find(std::string_view name) const;
+  /// For updates in place (an optimizer step); the shape must not change.
+  ParamTensor *findMutable(std::string_view name);
   size_t size() const { return tensors_.size(); }
   std::vector<std::string> names() const;
 
