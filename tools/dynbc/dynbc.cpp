@@ -25,6 +25,10 @@ static cl::SubCommand
     gradCmd("grad", "Write the gradient of the instances' summed loss with "
                     "respect to every parameter");
 static cl::SubCommand
+    trainCmd("train", "Train the parameters on the instances' loss: epochs "
+                      "of optimizer steps, dev loss and accuracy, a "
+                      "checkpoint after each epoch");
+static cl::SubCommand
     statsCmd("stats",
              "Print instances, nodes, signatures, launches and lower bounds");
 
@@ -34,7 +38,7 @@ static cl::opt<std::string>
     inputPath(cl::Positional, cl::Required,
               cl::desc("<graphs: .mlir | .json | .jsonl>"), cl::sub(compileCmd),
               cl::sub(runCmd), cl::sub(statsCmd), cl::sub(gradCmd),
-              cl::cat(dynbCat));
+              cl::sub(trainCmd), cl::cat(dynbCat));
 
 static cl::list<std::string> strategies(
     "strategy", cl::CommaSeparated,
@@ -91,10 +95,11 @@ static cl::opt<std::string>
                cl::desc("Parameters from a safetensors file (F32 tensors "
                         "named as the model's dynb.param ops)"),
                cl::value_desc("file.safetensors"), cl::sub(runCmd),
-               cl::sub(gradCmd), cl::cat(dynbCat));
+               cl::sub(gradCmd), cl::sub(trainCmd), cl::cat(dynbCat));
 static cl::opt<uint64_t>
     seed("seed", cl::desc("Initialise every parameter from this seed instead"),
-         cl::sub(runCmd), cl::sub(gradCmd), cl::cat(dynbCat));
+         cl::sub(runCmd), cl::sub(gradCmd), cl::sub(trainCmd),
+         cl::cat(dynbCat));
 static cl::opt<bool>
     check("check",
           cl::desc("Also run the reference interpreter; report the max abs/rel "
@@ -209,21 +214,22 @@ static cl::opt<uint64_t>
              cl::desc("Refuse inputs with more nodes than this (0: no limit)"),
              cl::init(SessionLimits().maxNodes), cl::sub(compileCmd),
              cl::sub(runCmd), cl::sub(statsCmd), cl::sub(gradCmd),
-             cl::cat(dynbCat));
+             cl::sub(trainCmd), cl::cat(dynbCat));
 static cl::opt<uint64_t> maxModuleOps(
     "max-module-ops",
     cl::desc("Refuse modules of more nodes than this: a module is compiled "
              "as one kernel, whose compile time grows faster than its size "
              "(0: no limit)"),
     cl::init(SessionLimits().maxModuleOps), cl::sub(compileCmd),
-    cl::sub(runCmd), cl::sub(statsCmd), cl::sub(gradCmd), cl::cat(dynbCat));
+    cl::sub(runCmd), cl::sub(statsCmd), cl::sub(gradCmd), cl::sub(trainCmd),
+    cl::cat(dynbCat));
 static cl::opt<uint64_t>
     maxOpInputs("max-op-inputs",
                 cl::desc("Refuse nodes with more inputs than this (a concat of "
                          "thousands compiles for minutes; 0: no limit)"),
                 cl::init(SessionLimits().maxOpInputs), cl::sub(compileCmd),
                 cl::sub(runCmd), cl::sub(statsCmd), cl::sub(gradCmd),
-                cl::cat(dynbCat));
+                cl::sub(trainCmd), cl::cat(dynbCat));
 static cl::opt<std::string>
     cacheDir("cache-dir",
              cl::desc("Where compiled modules persist between runs (default: "
@@ -243,6 +249,61 @@ static cl::opt<std::string> maxMemory(
              "0: no limit)"),
     cl::init("16G"), cl::sub(runCmd), cl::cat(dynbCat));
 
+static cl::opt<std::string>
+    devPath("dev",
+            cl::desc("train: dev instances (with loss nodes) whose loss and "
+                     "accuracy are measured after every epoch"),
+            cl::value_desc("graphs"), cl::sub(trainCmd), cl::cat(dynbCat));
+static cl::opt<int64_t> epochs("epochs", cl::desc("train: epochs (default 1)"),
+                               cl::init(1), cl::sub(trainCmd),
+                               cl::cat(dynbCat));
+static cl::opt<int64_t> trainBatchSize(
+    "batch-size",
+    cl::desc("train: instances per optimizer step (default 64; 0: all)"),
+    cl::init(64), cl::sub(trainCmd), cl::cat(dynbCat));
+static cl::opt<rt::OptimizerOptions::Kind> optimizerKind(
+    "optimizer", cl::desc("train: the optimizer (default adam)"),
+    cl::init(rt::OptimizerOptions::Kind::Adam),
+    cl::values(clEnumValN(rt::OptimizerOptions::Kind::Adam, "adam",
+                          "Adam, beta1 0.9, beta2 0.999, epsilon 1e-8"),
+               clEnumValN(rt::OptimizerOptions::Kind::Sgd, "sgd",
+                          "SGD, with --momentum")),
+    cl::sub(trainCmd), cl::cat(dynbCat));
+static cl::opt<float>
+    learningRate("lr",
+                 cl::desc("train: learning rate (default: adam 0.001, sgd "
+                          "0.1)"),
+                 cl::init(0), cl::sub(trainCmd), cl::cat(dynbCat));
+static cl::opt<float> momentum("momentum",
+                               cl::desc("train: SGD momentum (default 0)"),
+                               cl::init(0), cl::sub(trainCmd),
+                               cl::cat(dynbCat));
+static cl::opt<float> clipNorm(
+    "clip-norm",
+    cl::desc("train: scale a step's gradients down to this global L2 norm "
+             "when they exceed it (default 0: no clipping)"),
+    cl::init(0), cl::sub(trainCmd), cl::cat(dynbCat));
+static cl::opt<bool> lazyRows(
+    "lazy-rows",
+    cl::desc("train: update only the rows a step's gradient touches (sparse "
+             "embedding updates)"),
+    cl::sub(trainCmd), cl::cat(dynbCat));
+static cl::opt<uint64_t> shuffleSeed(
+    "shuffle-seed",
+    cl::desc("train: the instances are shuffled before each epoch from "
+             "this seed (default 1)"),
+    cl::init(1), cl::sub(trainCmd), cl::cat(dynbCat));
+static cl::opt<std::string>
+    savePath("save",
+             cl::desc("train: the parameters, written after every epoch "
+                      "(required)"),
+             cl::value_desc("file.safetensors"), cl::sub(trainCmd),
+             cl::cat(dynbCat));
+static cl::opt<std::string>
+    trainReportPath("report", cl::desc("train: every epoch's figures as JSON"),
+                    cl::value_desc("file.json"), cl::sub(trainCmd),
+                    cl::cat(dynbCat));
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(dynbCat);
@@ -256,8 +317,11 @@ int main(int argc, char **argv) {
       "[--device=cpu|cuda]\n"
       "  dynbc stats IN [--strategy=S,...] [--batch-size N]\n"
       "  dynbc grad IN (--params P.safetensors | --seed N) -o "
-      "GRADS.safetensors\n");
-  if (!compileCmd && !runCmd && !statsCmd && !gradCmd) {
+      "GRADS.safetensors\n"
+      "  dynbc train IN [--dev DEV] (--params P.safetensors | --seed N) "
+      "[--epochs E] [--optimizer adam|sgd] [--lr X] [--batch-size N] "
+      "--save OUT.safetensors\n");
+  if (!compileCmd && !runCmd && !statsCmd && !gradCmd && !trainCmd) {
     cl::PrintHelpMessage();
     return 1;
   }
@@ -298,6 +362,36 @@ int main(int argc, char **argv) {
         session, {names, batchSize, emit, {gpuChip, gpuFeatures}, outputPath});
   if (statsCmd)
     return runStatsCommand(session, {names, batchSize});
+  if (trainCmd) {
+    TrainCommandOptions train;
+    train.inputPath = inputPath;
+    if (paramsPath.getNumOccurrences())
+      train.paramsPath = paramsPath;
+    if (seed.getNumOccurrences())
+      train.seed = seed;
+    train.devPath = devPath;
+    train.epochs = epochs;
+    train.batchSize = trainBatchSize;
+    train.shuffleSeed = shuffleSeed;
+    train.optimizer.kind = optimizerKind;
+    train.optimizer.learningRate = learningRate;
+    train.optimizer.momentum = momentum;
+    train.optimizer.clipNorm = clipNorm;
+    train.optimizer.lazyRows = lazyRows;
+    train.savePath = savePath;
+    train.reportPath = trainReportPath;
+    std::optional<Session> dev;
+    if (!devPath.empty()) {
+      dev.emplace();
+      InputOptions devInput = input;
+      devInput.path = devPath;
+      devInput.recordFrontEnd = false;
+      devInput.stream = false;
+      if (failed(openInput(*dev, devInput)))
+        return 1;
+    }
+    return runTrainCommand(session, dev ? &*dev : nullptr, train);
+  }
   if (gradCmd) {
     GradCommandOptions grad;
     grad.inputPath = inputPath;

@@ -60,6 +60,14 @@ ReferenceGradient::shapeOf(const std::string &param) const {
   return it->second.shape;
 }
 
+void ReferenceGradient::setParams(const rt::ParameterStore &params) {
+  for (auto &[name, d] : params_) {
+    const rt::ParamTensor *t = params.find(name);
+    assert(t && t->shape == d.shape && "setParams with another model's store");
+    d.data.assign(t->data.begin(), t->data.end());
+  }
+}
+
 void ReferenceGradient::clearGradients() {
   for (auto &[name, g] : gradients_)
     std::fill(g.begin(), g.end(), 0.0);
@@ -201,7 +209,11 @@ LogicalResult ReferenceGradient::record(Block &block,
       double sum = 0;
       for (double v : z)
         sum += std::exp(v - top);
-      double loss = top + std::log(sum) - z[xent.getLabelAttr().getInt()];
+      int64_t label = xent.getLabelAttr().getInt();
+      double loss = top + std::log(sum) - z[label];
+      ++predictions_.total;
+      if (std::max_element(z.begin(), z.end()) - z.begin() == label)
+        ++predictions_.correct;
       define({slot(0)}, {loss});
       tape.losses.push_back(env.lookup(xent.getLoss()));
     } else if (isa<OutputOp, func::ReturnOp>(op)) {

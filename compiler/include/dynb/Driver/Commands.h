@@ -13,6 +13,7 @@
 
 #include "dynb/Driver/Session.h"
 #include "dynb/JIT/GpuKernelCompiler.h"
+#include "dynb/Runtime/Optimizer.h"
 
 #include "llvm/ADT/Twine.h"
 
@@ -87,6 +88,27 @@ struct GradCommandOptions {
   std::string outputPath;
 };
 
+struct TrainCommandOptions {
+  /// Name the inputs in messages.
+  std::string inputPath;
+  /// Dev instances, read through `devInput` (empty path: none).
+  std::string devPath;
+  /// Exactly one of the two.
+  std::optional<std::string> paramsPath;
+  std::optional<uint64_t> seed;
+  int64_t epochs = 1;
+  /// Instances per optimizer step (0: all of them).
+  int64_t batchSize = 64;
+  /// The order of the instances is shuffled before each epoch from this
+  /// seed (and the epoch's number).
+  uint64_t shuffleSeed = 1;
+  rt::OptimizerOptions optimizer;
+  /// Where the parameters go after every epoch (required).
+  std::string savePath;
+  /// Every epoch's figures as JSON; empty: none.
+  std::string reportPath;
+};
+
 /// How a command's input is read.
 struct InputOptions {
   std::string path;
@@ -111,6 +133,11 @@ int runRunCommand(Session &session, const RunCommandOptions &options);
 /// The gradient of the sum of every loss node with respect to every
 /// parameter (docs/training.md).
 int runGradCommand(Session &session, const GradCommandOptions &options);
+/// Epochs of optimizer steps on the loss of `session`'s instances, the dev
+/// loss and accuracy after each, the parameters saved after each
+/// (docs/training.md). `dev` is read already when options.devPath is set.
+int runTrainCommand(Session &session, Session *dev,
+                    const TrainCommandOptions &options);
 
 } // namespace dynb
 

@@ -72,6 +72,8 @@ public:
   /// The loaded (unbatched) model and instances.
   mlir::ModuleOp module() { return *module_; }
   const rt::ParameterStore &params() const { return params_; }
+  /// For training, which updates the values in place (never the shapes).
+  rt::ParameterStore &mutableParams() { return params_; }
   KernelCache &kernels() { return *kernels_; }
 
   /// Reads graphs (see importGraphFile); diagnostics go to `diagnostics`.

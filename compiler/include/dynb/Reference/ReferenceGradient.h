@@ -55,6 +55,19 @@ public:
   }
   const std::vector<int64_t> &shapeOf(const std::string &param) const;
   void clearGradients();
+  /// Reads the values of `params` again (after an optimizer step); the
+  /// store must hold the tensors it was constructed with, same shapes.
+  void setParams(const rt::ParameterStore &params);
+
+  /// Loss nodes evaluated by loss() and accumulate() since the last
+  /// clearPredictions(), and how many of them put their label first (the
+  /// first of equal logits wins, as argmax does).
+  struct Predictions {
+    int64_t correct = 0;
+    int64_t total = 0;
+  };
+  const Predictions &predictions() const { return predictions_; }
+  void clearPredictions() { predictions_ = {}; }
 
   /// Moves element `index` of `param` by `delta` (in double) for every later
   /// loss() and accumulate(): central differences are two nudges.
@@ -78,6 +91,7 @@ private:
                                         llvm::StringRef name) const;
 
   mlir::ModuleOp model;
+  Predictions predictions_;
   struct Tensor {
     std::vector<int64_t> shape;
     std::vector<double> data;
