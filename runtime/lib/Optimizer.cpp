@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace dynb::rt;
@@ -88,5 +89,62 @@ Status Optimizer::step(ParameterStore &params,
       }
     }
   }
+  return Status::ok();
+}
+
+void Optimizer::saveState(ParameterStore &out) const {
+  std::string prefix = kStatePrefix;
+  // Floats hold step counts exactly up to 2^24: far beyond any run's.
+  (void)out.add(prefix + "steps", {1}, {float(steps_)});
+  (void)out.add(prefix + "kind", {1},
+                {options_.kind == OptimizerOptions::Kind::Adam ? 1.0f : 0.0f});
+  for (const auto &[name, st] : state_) {
+    int64_t n = int64_t(st.first.size());
+    (void)out.add(prefix + "first/" + name, {n}, st.first);
+    if (!st.second.empty())
+      (void)out.add(prefix + "second/" + name, {n}, st.second);
+  }
+}
+
+Status Optimizer::loadState(ParameterStore &in) {
+  std::string prefix = kStatePrefix;
+  const ParamTensor *steps = in.find(prefix + "steps");
+  const ParamTensor *kind = in.find(prefix + "kind");
+  if (!steps || !kind || steps->data.size() != 1 || kind->data.size() != 1)
+    return Status::error("it holds no optimizer state (a checkpoint that "
+                         "dynbc train wrote does)");
+  bool adam = options_.kind == OptimizerOptions::Kind::Adam;
+  if ((kind->data[0] == 1) != adam)
+    return Status::error(fmt::format("its optimizer state is {}'s, not {}'s",
+                                     adam ? "SGD" : "Adam",
+                                     adam ? "Adam" : "SGD"));
+  std::map<std::string, State, std::less<>> state;
+  std::vector<std::string> taken = {prefix + "steps", prefix + "kind"};
+  for (const std::string &name : in.names()) {
+    if (name.rfind(prefix + "first/", 0) != 0)
+      continue;
+    std::string param = name.substr(prefix.size() + 6);
+    State &st = state[param];
+    st.first = in.find(name)->data;
+    taken.push_back(name);
+    if (adam) {
+      const ParamTensor *second = in.find(prefix + "second/" + param);
+      if (!second || second->data.size() != st.first.size())
+        return Status::error(fmt::format(
+            "its Adam state for '{}' has no second moment of {} elements",
+            param, st.first.size()));
+      st.second = second->data;
+      taken.push_back(prefix + "second/" + param);
+    }
+  }
+  for (const std::string &name : in.names())
+    if (name.rfind(prefix, 0) == 0 &&
+        std::find(taken.begin(), taken.end(), name) == taken.end())
+      return Status::error(fmt::format(
+          "its optimizer state holds an unknown tensor '{}'", name));
+  steps_ = int64_t(steps->data[0]);
+  state_ = std::move(state);
+  for (const std::string &name : taken)
+    in.remove(name);
   return Status::ok();
 }

@@ -102,6 +102,14 @@ void ParameterStore::addSeeded(std::string name, std::vector<int64_t> shape,
   tensors_.insert_or_assign(std::move(name), std::move(tensor));
 }
 
+bool ParameterStore::remove(std::string_view name) {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end())
+    return false;
+  tensors_.erase(it);
+  return true;
+}
+
 ParamTensor *ParameterStore::findMutable(std::string_view name) {
   auto it = tensors_.find(name);
   return it == tensors_.end() ? nullptr : &it->second;

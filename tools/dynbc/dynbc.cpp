@@ -299,6 +299,12 @@ static cl::opt<std::string>
                       "(required)"),
              cl::value_desc("file.safetensors"), cl::sub(trainCmd),
              cl::cat(dynbCat));
+static cl::opt<std::string> resumePath(
+    "resume",
+    cl::desc("train: go on from a checkpoint that --save wrote: its "
+             "parameters, optimizer state and epochs (--epochs counts them)"),
+    cl::value_desc("checkpoint.safetensors"), cl::sub(trainCmd),
+    cl::cat(dynbCat));
 static cl::opt<std::string>
     trainReportPath("report", cl::desc("train: every epoch's figures as JSON"),
                     cl::value_desc("file.json"), cl::sub(trainCmd),
@@ -319,8 +325,8 @@ int main(int argc, char **argv) {
       "  dynbc grad IN (--params P.safetensors | --seed N) -o "
       "GRADS.safetensors\n"
       "  dynbc train IN [--dev DEV] (--params P.safetensors | --seed N) "
-      "[--epochs E] [--optimizer adam|sgd] [--lr X] [--batch-size N] "
-      "--save OUT.safetensors\n");
+      "[--resume CKPT] [--epochs E] [--optimizer adam|sgd] [--lr X] "
+      "[--batch-size N] --save OUT.safetensors\n");
   if (!compileCmd && !runCmd && !statsCmd && !gradCmd && !trainCmd) {
     cl::PrintHelpMessage();
     return 1;
@@ -369,6 +375,8 @@ int main(int argc, char **argv) {
       train.paramsPath = paramsPath;
     if (seed.getNumOccurrences())
       train.seed = seed;
+    if (resumePath.getNumOccurrences())
+      train.resumePath = resumePath;
     train.devPath = devPath;
     train.epochs = epochs;
     train.batchSize = trainBatchSize;

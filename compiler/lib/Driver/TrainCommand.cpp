@@ -26,6 +26,9 @@ using namespace dynb;
 
 namespace {
 
+/// A checkpoint's count of the epochs it holds.
+constexpr const char *kEpochTensor = "__train__/epochs";
+
 /// splitmix64, so that an epoch's order is fixed by (seed, epoch) on every
 /// standard library (std::shuffle's is not).
 uint64_t splitmix64(uint64_t &state) {
@@ -72,9 +75,12 @@ double secondsSince(std::chrono::steady_clock::time_point t0) {
 
 int dynb::runTrainCommand(Session &session, Session *dev,
                           const TrainCommandOptions &o) {
-  if (o.paramsPath.has_value() == o.seed.has_value())
+  if (int(o.paramsPath.has_value()) + int(o.seed.has_value()) +
+          int(o.resumePath.has_value()) !=
+      1)
     return commandError("train needs exactly one of --params "
-                        "FILE.safetensors and --seed N");
+                        "FILE.safetensors, --seed N and --resume "
+                        "CHECKPOINT.safetensors");
   if (o.savePath.empty() || o.savePath == "-")
     return commandError("train writes its parameters after every epoch: "
                         "give --save OUT.safetensors");
@@ -82,11 +88,41 @@ int dynb::runTrainCommand(Session &session, Session *dev,
     return commandError("--epochs must be >= 1");
   if (o.batchSize < 0)
     return commandError("--batch-size must be >= 0");
-  if (o.paramsPath) {
-    if (llvm::Error e = session.loadParams(*o.paramsPath))
+  if (o.paramsPath || o.resumePath) {
+    if (llvm::Error e =
+            session.loadParams(o.paramsPath ? *o.paramsPath : *o.resumePath))
       return commandError(llvm::toString(std::move(e)));
   } else if (llvm::Error e = session.seedParams(*o.seed)) {
     return commandError(llvm::toString(std::move(e)));
+  }
+  rt::ParameterStore &params = session.mutableParams();
+  rt::Optimizer optimizer(o.optimizer);
+  int64_t firstEpoch = 1;
+  if (o.resumePath) {
+    const rt::ParamTensor *done = params.find(kEpochTensor);
+    if (rt::Status s = optimizer.loadState(params))
+      return commandError("cannot resume from " + *o.resumePath + ": " +
+                          s.message());
+    if (!done || done->data.size() != 1)
+      return commandError("cannot resume from " + *o.resumePath +
+                          ": it does not say how many epochs it holds");
+    firstEpoch = int64_t(done->data[0]) + 1;
+    params.remove(kEpochTensor);
+    if (firstEpoch > o.epochs)
+      return commandError(llvm::formatv(
+          "{0} holds {1} epochs already; --epochs counts them, so ask for "
+          "more",
+          *o.resumePath, firstEpoch - 1));
+  } else {
+    // Optimizer state in a parameter file is a checkpoint's: starting from
+    // its parameters leaves the state behind.
+    std::vector<std::string> stale;
+    for (const std::string &name : params.names())
+      if (llvm::StringRef(name).starts_with(rt::Optimizer::kStatePrefix) ||
+          name == kEpochTensor)
+        stale.push_back(name);
+    for (const std::string &name : stale)
+      params.remove(name);
   }
   ModuleOp model = session.module();
   int64_t lossNodes = lossNodesOf(model);
@@ -94,7 +130,6 @@ int dynb::runTrainCommand(Session &session, Session *dev,
     return commandError(o.inputPath +
                         " has no loss nodes (softmax_xent): there is nothing "
                         "to train; nothing written");
-  rt::ParameterStore &params = session.mutableParams();
   if (dev) {
     // The dev instances are evaluated with the training model's parameters.
     for (ParamOp p : dev->module().getOps<ParamOp>()) {
@@ -114,7 +149,6 @@ int dynb::runTrainCommand(Session &session, Session *dev,
 
   std::vector<InstanceOp> order = instancesOf(model);
   size_t perStep = o.batchSize == 0 ? order.size() : size_t(o.batchSize);
-  rt::Optimizer optimizer(o.optimizer);
   ReferenceGradient grad(model, params);
   llvm::json::Array epochs;
   llvm::outs() << fmt::format(
@@ -123,8 +157,11 @@ int dynb::runTrainCommand(Session &session, Session *dev,
       o.inputPath, order.size(), lossNodes, perStep,
       o.optimizer.kind == rt::OptimizerOptions::Kind::Adam ? "adam" : "sgd",
       o.optimizer.effectiveLearningRate());
-  for (int64_t epoch = 1; epoch <= o.epochs; ++epoch) {
+  for (int64_t epoch = firstEpoch; epoch <= o.epochs; ++epoch) {
     auto t0 = std::chrono::steady_clock::now();
+    // From the file's order each time, so that an epoch's order depends on
+    // the seed and its number alone, and a resumed run is the same run.
+    order = instancesOf(model);
     shuffle(order, o.shuffleSeed, epoch);
     double trainLoss = 0;
     int64_t steps = 0;
@@ -179,12 +216,17 @@ int dynb::runTrainCommand(Session &session, Session *dev,
                           devAccuracy);
     }
 
-    // The checkpoint: every parameter, under its own name, after the epoch.
+    // The checkpoint: every parameter under its own name, then what
+    // --resume needs: the optimizer's state and the epochs done.
+    rt::ParameterStore resumable;
+    optimizer.saveState(resumable);
+    (void)resumable.add(kEpochTensor, {1}, {float(epoch)});
     std::vector<NamedTensor> tensors;
-    for (const std::string &name : params.names()) {
-      const rt::ParamTensor *t = params.find(name);
-      tensors.push_back({name, t->shape, &t->data});
-    }
+    for (const rt::ParameterStore *store : {&params, &resumable})
+      for (const std::string &name : store->names()) {
+        const rt::ParamTensor *t = store->find(name);
+        tensors.push_back({name, t->shape, &t->data});
+      }
     if (llvm::Error e = writeSafetensors(o.savePath, tensors))
       return commandError(llvm::toString(std::move(e)));
     llvm::outs() << line << "; saved " << o.savePath << "\n";

@@ -147,3 +147,48 @@ TEST(OptimizerTest, BadGradientsAreRefusedBeforeAnythingChanges) {
   EXPECT_EQ(values(p), (std::vector<float>{1, 2}));
   EXPECT_EQ(opt.steps(), 0);
 }
+
+TEST(OptimizerTest, SavedStateResumesTheSameRun) {
+  std::vector<std::vector<float>> grads = {{1, -2}, {0.5f, 0.25f}, {-1, 3}};
+  Optimizer whole;
+  ParameterStore p = store({2}, {1, 2});
+  for (const auto &g : grads) {
+    ParameterStore gs = store({2}, g);
+    ASSERT_TRUE(whole.step(p, gs).isOk());
+  }
+  Optimizer first;
+  ParameterStore q = store({2}, {1, 2});
+  for (size_t i = 0; i < 2; ++i) {
+    ParameterStore gs = store({2}, grads[i]);
+    ASSERT_TRUE(first.step(q, gs).isOk());
+  }
+  ParameterStore saved;
+  first.saveState(saved);
+  ASSERT_NE(saved.find(std::string(Optimizer::kStatePrefix) + "second/W"),
+            nullptr);
+  Optimizer resumed;
+  ASSERT_TRUE(resumed.loadState(saved).isOk());
+  EXPECT_EQ(saved.size(), 0u); // the state tensors are taken out
+  EXPECT_EQ(resumed.steps(), 2);
+  ParameterStore gs = store({2}, grads[2]);
+  ASSERT_TRUE(resumed.step(q, gs).isOk());
+  EXPECT_EQ(values(q), values(p));
+}
+
+TEST(OptimizerTest, StateOfAnotherKindIsRefused) {
+  Optimizer adam;
+  ParameterStore p = store({1}, {1});
+  ParameterStore g = store({1}, {1});
+  ASSERT_TRUE(adam.step(p, g).isOk());
+  ParameterStore saved;
+  adam.saveState(saved);
+  OptimizerOptions o;
+  o.kind = OptimizerOptions::Kind::Sgd;
+  Optimizer sgd(o);
+  Status s = sgd.loadState(saved);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.message(), "its optimizer state is Adam's, not SGD's");
+  EXPECT_EQ(sgd.steps(), 0);
+  ParameterStore empty;
+  EXPECT_FALSE(Optimizer().loadState(empty).isOk());
+}

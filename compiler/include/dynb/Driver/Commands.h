@@ -93,9 +93,12 @@ struct TrainCommandOptions {
   std::string inputPath;
   /// Dev instances, read through `devInput` (empty path: none).
   std::string devPath;
-  /// Exactly one of the two.
+  /// Exactly one of the three: a checkpoint to resume resumes its
+  /// parameters, its optimizer state and its epoch count.
   std::optional<std::string> paramsPath;
   std::optional<uint64_t> seed;
+  std::optional<std::string> resumePath;
+  /// Epochs in all, those of a resumed checkpoint included.
   int64_t epochs = 1;
   /// Instances per optimizer step (0: all of them).
   int64_t batchSize = 64;

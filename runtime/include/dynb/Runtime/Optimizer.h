@@ -56,6 +56,15 @@ public:
   double lastGradientNorm() const { return lastNorm_; }
   const OptimizerOptions &options() const { return options_; }
 
+  /// The state a later run resumes from, as tensors named under
+  /// kStatePrefix: the step count, the kind, and per parameter its moments
+  /// (SGD's velocity; Adam's first and second moments).
+  void saveState(ParameterStore &out) const;
+  /// Takes the tensors saveState wrote out of `in` and resumes from them;
+  /// fails, changing nothing, if they are another kind's or malformed.
+  Status loadState(ParameterStore &in);
+  static constexpr const char *kStatePrefix = "__optimizer__/";
+
 private:
   struct State {
     std::vector<float> first;  // SGD velocity, Adam's first moment

@@ -32,6 +32,8 @@ public:
   const ParamTensor *find(std::string_view name) const;
   /// For updates in place (an optimizer step); the shape must not change.
   ParamTensor *findMutable(std::string_view name);
+  /// Takes a tensor out; false if there was none of that name.
+  bool remove(std::string_view name);
   size_t size() const { return tensors_.size(); }
   std::vector<std::string> names() const;
 
