@@ -114,8 +114,8 @@ private:
     // Ranks 1 and 2 have one natural matrix view, which must be the one
     // asked for; other ranks are viewed as any matrix of the same size.
     const std::vector<int64_t> &shape = tensor->shape;
-    bool matches =
-        dynb::checkedElementCount(buffer.rows, buffer.cols) == tensor->numElements();
+    bool matches = dynb::checkedElementCount(buffer.rows, buffer.cols) ==
+                   tensor->numElements();
     if (shape.size() == 1)
       matches &= buffer.rows == 1 && buffer.cols == shape[0];
     else if (shape.size() == 2)

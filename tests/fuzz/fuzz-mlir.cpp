@@ -1,10 +1,10 @@
 //===- fuzz-mlir.cpp - Fuzzes dynbc's .mlir reader, dynb-grad, dynb-batch -===//
 //
 // Input: MLIR text. It is read as dynbc reads it (parseMlirGraphs: the
-// nesting scan, the size check, the verifier), and if it verified, dynb-grad runs on a
-// copy and the dynb-batch pass on the input (the pass manager verifies
-// their results). The pass options come
-// from the input's length and last byte, so that every input is replayable.
+// nesting scan, the size check, the verifier), and if it verified, dynb-grad
+// runs on a copy and the dynb-batch pass on the input (the pass manager
+// verifies their results). The pass options come from the input's length and
+// last byte, so that every input is replayable.
 //
 //===----------------------------------------------------------------------===//
 #include "FuzzCommon.h"

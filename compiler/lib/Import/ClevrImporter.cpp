@@ -448,13 +448,12 @@ OwningOpRef<ModuleOp> ClevrImporter::run(StringRef text) {
     images.push_back(image);
     rows = std::max(rows, image + 1);
   }
-  int64_t tableShape[] = {rows,
-                          config.modulesOnly ? config.moduleDim
-                                             : config.featureChannels,
-                          config.mapSize, config.mapSize};
+  int64_t tableShape[] = {
+      rows, config.modulesOnly ? config.moduleDim : config.featureChannels,
+      config.mapSize, config.mapSize};
   if (!checkedElementCount(tableShape)) {
-    size_t largest = std::max_element(images.begin(), images.end()) -
-                     images.begin();
+    size_t largest =
+        std::max_element(images.begin(), images.end()) - images.begin();
     Position p =
         largest < positions.size() ? positions[largest].start : Position{};
     emitError(at(p, "question " + std::to_string(largest)))

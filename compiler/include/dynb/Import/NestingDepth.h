@@ -1,4 +1,5 @@
-//===- NestingDepth.h - Refuse inputs nested deep enough to overflow -------===//
+//===- NestingDepth.h - Refuse inputs nested deep enough to overflow
+//-------===//
 //
 // LLVM's JSON parser and MLIR's parser recurse once per bracket, and MLIR's
 // also once per nested type (tuple<tuple<...>>) and per term of an affine
