@@ -668,38 +668,35 @@ static LogicalResult checkNesting(MLIRContext &ctx, StringRef name,
   return failure();
 }
 
-/// The first shaped type among `op`'s results and its regions' arguments
-/// whose element count passes the bound.
+/// The first shaped type whose element count passes the bound among `op`'s
+/// result types, its regions' argument types and the types its attributes
+/// hold (a parameter's type, a function's signature), nested types
+/// included. Nothing is assumed of the op's form: this runs before the
+/// verifier, so a required attribute may be missing.
 static std::optional<ShapedType> oversizedType(Operation *op) {
-  auto oversized = [](Type t) -> std::optional<ShapedType> {
+  std::optional<ShapedType> found;
+  auto check = [&](Type t) {
     auto shaped = dyn_cast<ShapedType>(t);
-    if (!shaped || !shaped.hasRank())
-      return std::nullopt;
+    if (found || !shaped || !shaped.hasRank())
+      return;
     // Dynamic dimensions are the verifier's to refuse where they are wrong;
     // the static ones must not overflow.
     SmallVector<int64_t> dims;
     for (int64_t d : shaped.getShape())
       if (!ShapedType::isDynamic(d))
         dims.push_back(d);
-    if (checkedElementCount(dims))
-      return std::nullopt;
-    return shaped;
+    if (!checkedElementCount(dims))
+      found = shaped;
   };
+  auto walkType = [&](Type t) { t.walk([&](Type sub) { check(sub); }); };
   for (Type t : op->getResultTypes())
-    if (std::optional<ShapedType> s = oversized(t))
-      return s;
+    walkType(t);
   for (Region &region : op->getRegions())
     for (Block &block : region)
       for (Type t : block.getArgumentTypes())
-        if (std::optional<ShapedType> s = oversized(t))
-          return s;
-  if (auto param = dyn_cast<ParamOp>(op))
-    return oversized(param.getTensorType());
-  if (auto fn = dyn_cast<func::FuncOp>(op))
-    for (Type t : fn.getResultTypes())
-      if (std::optional<ShapedType> s = oversized(t))
-        return s;
-  return std::nullopt;
+        walkType(t);
+  op->getAttrDictionary().walk([&](Type t) { check(t); });
+  return found;
 }
 
 /// The JSON importer's compile budgets, for a parsed .mlir module.
