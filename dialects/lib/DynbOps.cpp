@@ -718,6 +718,79 @@ OpFoldResult GatherOp::fold(FoldAdaptor) {
 }
 
 //===----------------------------------------------------------------------===//
+// Backward nodes
+//===----------------------------------------------------------------------===//
+
+LogicalResult LinearGradOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<ParamOp> weight =
+      requireParam(*this, tables, getWeightAttr(), "weight", 2);
+  if (failed(weight))
+    return failure();
+  ArrayRef<int64_t> w = weight->getTensorType().getShape();
+  ArrayRef<int64_t> dy = getAdjoint().getType().getShape();
+  ArrayRef<int64_t> x = getInput().getType().getShape();
+  if (dy.empty() || dy.back() != w[0])
+    return emitOpError() << "adjoint " << shapeString(dy) << " does not end in "
+                         << w[0] << ", the rows of " << getWeightAttr() << " "
+                         << shapeString(w);
+  if (x.empty() || x.back() != w[1])
+    return emitOpError() << "input " << shapeString(x) << " does not end in "
+                         << w[1] << ", the columns of " << getWeightAttr()
+                         << " " << shapeString(w);
+  if (dy.drop_back() != x.drop_back())
+    return emitOpError() << "adjoint " << shapeString(dy) << " and input "
+                         << shapeString(x)
+                         << " must differ in the last dimension only";
+  if (auto bias = getBiasAttr()) {
+    FailureOr<ParamOp> b = requireParam(*this, tables, bias, "bias", 1);
+    if (failed(b))
+      return failure();
+    if (b->getTensorType().getShape().back() != w[0])
+      return emitOpError() << "bias " << bias << " has "
+                           << b->getTensorType().getShape().back()
+                           << " elements, the weight has " << w[0] << " rows";
+  }
+  return success();
+}
+
+/// A table for an embedding's adjoint: a matrix whose rows are `row`.
+static LogicalResult checkGradTable(Operation *op, SymbolTableCollection &tables,
+                                    FlatSymbolRefAttr name,
+                                    ArrayRef<int64_t> row,
+                                    ArrayRef<int64_t> indices) {
+  FailureOr<ParamOp> table = requireParam(op, tables, name, "table", 2);
+  if (failed(table))
+    return failure();
+  ArrayRef<int64_t> shape = table->getTensorType().getShape();
+  if (row != shape.drop_front())
+    return op->emitOpError() << "adjoint rows " << shapeString(row)
+                             << " are not rows of " << name << " "
+                             << shapeString(shape);
+  for (int64_t index : indices)
+    if (index < 0 || index >= shape[0])
+      return op->emitOpError() << "index " << index << " is outside table "
+                               << name << " of " << shape[0] << " rows";
+  return success();
+}
+
+LogicalResult
+EmbeddingGradOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return checkGradTable(*this, tables, getTableAttr(),
+                        getAdjoint().getType().getShape(),
+                        {getIndexAttr().getInt()});
+}
+
+LogicalResult
+BatchedEmbeddingGradOp::verifySymbolUses(SymbolTableCollection &tables) {
+  ArrayRef<int64_t> shape = getAdjoint().getType().getShape();
+  if (shape.empty() || shape[0] != static_cast<int64_t>(getRows().size()))
+    return emitOpError() << "adjoint " << shapeString(shape) << " must have "
+                         << getRows().size() << " rows, one per index";
+  return checkGradTable(*this, tables, getTableAttr(), shape.drop_front(),
+                        getRows());
+}
+
+//===----------------------------------------------------------------------===//
 // What batching asks of each op (BatchableOpInterface)
 //===----------------------------------------------------------------------===//
 
@@ -791,6 +864,35 @@ void LinearOp::describeSignature(llvm::raw_ostream &os) {
 
 void DispatchOp::describeSignature(llvm::raw_ostream &os) {
   os << ' ' << getExpertsAttr() << " top " << getKAttr().getInt();
+}
+
+void LinearTransposeOp::describeSignature(llvm::raw_ostream &os) {
+  os << ' ' << getWeightAttr();
+}
+
+void LinearGradOp::describeSignature(llvm::raw_ostream &os) {
+  os << ' ' << getWeightAttr();
+}
+
+// The row an embedding read is the launch's data, as for the embedding.
+bool EmbeddingGradOp::isPerRowAttribute(StringAttr name) {
+  return name == getIndexAttrName();
+}
+
+Operation *EmbeddingGradOp::buildLaunch(OpBuilder &b,
+                                        ArrayRef<Operation *> members,
+                                        TypeRange resultTypes,
+                                        ValueRange operands) {
+  SmallVector<int64_t> rows;
+  for (Operation *member : members)
+    rows.push_back(cast<EmbeddingGradOp>(member).getIndexAttr().getInt());
+  return b.create<BatchedEmbeddingGradOp>(getLoc(), operands.front(),
+                                          getTableAttr(),
+                                          b.getDenseI64ArrayAttr(rows));
+}
+
+void EmbeddingGradOp::describeSignature(llvm::raw_ostream &os) {
+  os << ' ' << getTableAttr();
 }
 
 #include "dynb/Dialect/DynbEnums.cpp.inc"

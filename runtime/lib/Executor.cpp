@@ -51,6 +51,7 @@ struct Executor::Impl {
   float *basePointer(const Plan &plan, BufferId buffer) const;
 
   const ParameterStore &params;
+  ParameterStore *gradients = nullptr;
   ExecutorOptions opts;
   ThreadPool pool;
   Arena arena;
@@ -74,6 +75,11 @@ float *Executor::Impl::basePointer(const Plan &plan, BufferId buffer) const {
     // parameters.
     return tensor ? const_cast<float *>(tensor->data.data()) : nullptr;
   }
+  if (desc.kind == BufferDesc::Kind::Gradient) {
+    ParamTensor *tensor =
+        gradients ? gradients->findMutable(desc.paramName) : nullptr;
+    return tensor ? tensor->data.data() : nullptr;
+  }
   if (desc.arenaOffset < 0 || !arena.data())
     return nullptr;
   return reinterpret_cast<float *>(arena.data() + desc.arenaOffset);
@@ -94,6 +100,21 @@ Status Executor::Impl::resolveBuffers(const Plan &plan) {
             fmt::format("buffer {}: parameter '{}' has {} elements, not {}", id,
                         desc.paramName, tensor->data.size(), elements));
       bases[id] = const_cast<float *>(tensor->data.data());
+      continue;
+    }
+    if (desc.kind == BufferDesc::Kind::Gradient) {
+      ParamTensor *tensor =
+          gradients ? gradients->findMutable(desc.paramName) : nullptr;
+      if (!tensor)
+        return Status::error(fmt::format(
+            "buffer {}: no gradient store holds '{}' (the plan has a backward "
+            "pass: Executor::setGradients)",
+            id, desc.paramName));
+      if (static_cast<int64_t>(tensor->data.size()) != elements)
+        return Status::error(
+            fmt::format("buffer {}: gradient '{}' has {} elements, not {}", id,
+                        desc.paramName, tensor->data.size(), elements));
+      bases[id] = tensor->data.data();
       continue;
     }
     int64_t bytes = elements * static_cast<int64_t>(sizeof(float));
@@ -183,6 +204,14 @@ Status Executor::Impl::run(const Plan &plan) {
     case Step::Kind::SoftmaxXent:
       runSoftmaxXent(step.softmaxXent(), resolved);
       break;
+    case Step::Kind::ParamGrad:
+      runParamGrad(step.paramGrad(), resolved, pool,
+                   opts.kernelParallelMinElements);
+      ++stats.paramGradCalls;
+      break;
+    case Step::Kind::Fill:
+      runFill(step.fill(), resolved);
+      break;
     }
     if (opts.profile) {
       double seconds =
@@ -193,6 +222,8 @@ Status Executor::Impl::run(const Plan &plan) {
         stats.dispatchSeconds += seconds;
       } else if (step.kind() == Step::Kind::Map) {
         stats.mapSeconds += seconds;
+      } else if (step.kind() == Step::Kind::ParamGrad) {
+        stats.paramGradSeconds += seconds;
       } else if (step.kind() == Step::Kind::Gemm) {
         stats.gemmSeconds += seconds;
         stats.gemmFlops += 2 * uint64_t(step.gemm().a.rows) *
@@ -217,6 +248,10 @@ Status Executor::validate(const Plan &plan) const {
   } catch (const std::exception &e) {
     return Status::error(fmt::format("validate: {}", e.what()));
   }
+}
+
+void Executor::setGradients(ParameterStore *gradients) {
+  impl_->gradients = gradients;
 }
 
 Status Executor::run(const Plan &plan) {

@@ -26,6 +26,19 @@ BufferId Plan::addParameterBuffer(const std::string &name, int64_t rows,
   return static_cast<BufferId>(buffers.size() - 1);
 }
 
+BufferId Plan::addGradientBuffer(const std::string &name, int64_t rows,
+                                 int64_t cols) {
+  BufferId id = addParameterBuffer(name, rows, cols);
+  buffers[id].kind = BufferDesc::Kind::Gradient;
+  return id;
+}
+
+bool Plan::hasGradients() const {
+  return std::any_of(steps.begin(), steps.end(), [](const Step &s) {
+    return s.kind() == Step::Kind::ParamGrad;
+  });
+}
+
 namespace {
 
 constexpr int64_t kArenaAlignment = 64;
@@ -83,12 +96,26 @@ struct Lifetimes {
         touch(step.softmaxXent().logits.buffer, time);
         touch(step.softmaxXent().loss.buffer, time);
         break;
+      case Step::Kind::ParamGrad:
+        touch(step.paramGrad().dy.buffer, time);
+        if (step.paramGrad().op == ParamGradStep::Op::Linear)
+          touch(step.paramGrad().x.buffer, time);
+        break;
+      case Step::Kind::Fill:
+        touch(step.fill().dst.buffer, time);
+        break;
       }
     }
     for (const Region &output : plan.outputs)
       touch(output.buffer, static_cast<int64_t>(plan.steps.size()));
     for (const Region &loss : plan.losses)
       touch(loss.buffer, static_cast<int64_t>(plan.steps.size()));
+    // A loss's logits too: they are a few columns wide, and a caller reads
+    // its predictions from them after the run (BatchedGradient).
+    for (const Step &step : plan.steps)
+      if (step.kind() == Step::Kind::SoftmaxXent && !step.softmaxXent().gradient)
+        touch(step.softmaxXent().logits.buffer,
+              static_cast<int64_t>(plan.steps.size()));
   }
 
   /// Every buffer of a dispatch step lives for the whole step: its scratch

@@ -28,6 +28,10 @@ const char *kindName(Step::Kind kind) {
     return "map";
   case Step::Kind::SoftmaxXent:
     return "softmax_xent";
+  case Step::Kind::ParamGrad:
+    return "param_grad";
+  case Step::Kind::Fill:
+    return "fill";
   }
   return "unknown";
 }
@@ -71,6 +75,14 @@ public:
       case Step::Kind::SoftmaxXent:
         status = checkSoftmaxXent(step.softmaxXent());
         break;
+      case Step::Kind::ParamGrad:
+        status = checkParamGrad(step.paramGrad());
+        break;
+      case Step::Kind::Fill:
+        status = checkRegion(step.fill().dst, "dst");
+        if (!status)
+          status = checkWritable(step.fill().dst.buffer, "dst");
+        break;
       }
       if (status)
         return status;
@@ -105,8 +117,9 @@ private:
       return Status::error(
           fmt::format("buffer {}: [{} x {}] has more than 2^34 elements", id,
                       buffer.rows, buffer.cols));
-    if (buffer.kind != BufferDesc::Kind::Parameter)
+    if (buffer.kind == BufferDesc::Kind::Arena)
       return Status::ok();
+    // A gradient has its parameter's shape.
     const ParamTensor *tensor = params_.find(buffer.paramName);
     if (!tensor)
       return Status::error(fmt::format("buffer {}: unknown parameter '{}'", id,
@@ -138,6 +151,69 @@ private:
     if (plan_.buffers[id].kind == BufferDesc::Kind::Parameter)
       return fail(fmt::format("{} writes parameter buffer {} ('{}')", role, id,
                               plan_.buffers[id].paramName));
+    // Only parameter-gradient steps add to gradients; anything else would
+    // overwrite what earlier plans accumulated.
+    if (plan_.buffers[id].kind == BufferDesc::Kind::Gradient)
+      return fail(fmt::format("{} writes gradient buffer {} ('{}')", role, id,
+                              plan_.buffers[id].paramName));
+    return Status::ok();
+  }
+
+  Status checkGradientBuffer(BufferId id, const char *role) const {
+    if (Status status = checkBufferId(id, role))
+      return status;
+    if (plan_.buffers[id].kind != BufferDesc::Kind::Gradient)
+      return fail(fmt::format("{} buffer {} is not a gradient buffer", role,
+                              id));
+    return Status::ok();
+  }
+
+  Status checkParamGrad(const ParamGradStep &step) const {
+    if (Status status = checkRegion(step.dy, "dy"))
+      return status;
+    if (Status status = checkGradientBuffer(step.weightGrad, "gradient"))
+      return status;
+    const BufferDesc &grad = plan_.buffers[step.weightGrad];
+    if (plan_.buffers[step.dy.buffer].kind == BufferDesc::Kind::Gradient)
+      return fail("reads a gradient buffer as its operand");
+    if (step.op == ParamGradStep::Op::Rows) {
+      if (step.dy.cols != grad.cols)
+        return fail(fmt::format("dy has {} cols but table gradient {} is "
+                                "[{} x {}]",
+                                step.dy.cols, step.weightGrad, grad.rows,
+                                grad.cols));
+      if (static_cast<int64_t>(step.rows.size()) != step.dy.rows)
+        return fail(fmt::format("{} rows for {} rows of dy", step.rows.size(),
+                                step.dy.rows));
+      for (size_t i = 0; i < step.rows.size(); ++i)
+        if (step.rows[i] < 0 || step.rows[i] >= grad.rows)
+          return fail(fmt::format("row {} names table row {} of {}", i,
+                                  step.rows[i], grad.rows));
+      return Status::ok();
+    }
+    if (Status status = checkRegion(step.x, "x"))
+      return status;
+    if (step.dy.rows != step.x.rows)
+      return fail(fmt::format("dy has {} rows but x has {}", step.dy.rows,
+                              step.x.rows));
+    if (step.dy.cols != grad.rows || step.x.cols != grad.cols)
+      return fail(fmt::format("dy [.. x {}] and x [.. x {}] do not make the "
+                              "[{} x {}] weight gradient {}",
+                              step.dy.cols, step.x.cols, grad.rows, grad.cols,
+                              step.weightGrad));
+    if (plan_.buffers[step.x.buffer].kind == BufferDesc::Kind::Gradient)
+      return fail("reads a gradient buffer as its operand");
+    if (step.hasBias) {
+      if (Status status = checkGradientBuffer(step.biasGrad, "bias gradient"))
+        return status;
+      const BufferDesc &bias = plan_.buffers[step.biasGrad];
+      if (bias.rows * bias.cols != grad.rows)
+        return fail(fmt::format("bias gradient {} has {} elements, not {}",
+                                step.biasGrad, bias.rows * bias.cols,
+                                grad.rows));
+      if (step.biasGrad == step.weightGrad)
+        return fail("the bias and weight gradients are one buffer");
+    }
     return Status::ok();
   }
 

@@ -45,6 +45,14 @@ void runSoftmaxXent(const SoftmaxXentStep &step,
 /// `label`, in double: what runSoftmaxXent stores, rounded to float.
 double softmaxXentRow(const float *logits, int64_t classes, int64_t label);
 
+/// Adds the step's contribution to its gradient buffers; a linear's weight
+/// rows are split across the pool when m * n * k exceeds
+/// parallelMinElements.
+void runParamGrad(const ParamGradStep &step, const ResolvedBuffers &resolved,
+                  ThreadPool &pool, int64_t parallelMinElements);
+
+void runFill(const FillStep &step, const ResolvedBuffers &resolved);
+
 } // namespace dynb::rt
 
 #endif // DYNB_RUNTIME_LIB_STEPRUNNERS_H

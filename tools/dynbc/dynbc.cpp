@@ -43,15 +43,18 @@ static cl::opt<std::string>
 static cl::list<std::string> strategies(
     "strategy", cl::CommaSeparated,
     cl::desc("Batching strategy: none | depth | agenda; run and stats also "
-             "take a comma-separated list or 'all' (default: agenda)"),
-    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(statsCmd), cl::cat(dynbCat));
+             "take a comma-separated list or 'all'; grad and train also "
+             "'reference' (the reference gradient, one instance at a time, "
+             "in double) (default: agenda)"),
+    cl::sub(compileCmd), cl::sub(runCmd), cl::sub(statsCmd), cl::sub(gradCmd),
+    cl::sub(trainCmd), cl::cat(dynbCat));
 
 static cl::opt<int64_t> batchSize(
     "batch-size",
     cl::desc("Instances per batch, run as consecutive batches (default 0: "
              "all instances in one batch)"),
     cl::init(0), cl::sub(compileCmd), cl::sub(runCmd), cl::sub(statsCmd),
-    cl::cat(dynbCat));
+    cl::sub(gradCmd), cl::cat(dynbCat));
 
 static cl::opt<EmitStage> emit(
     "emit", cl::desc("The stage to print"), cl::init(EmitStage::Batched),
@@ -135,7 +138,8 @@ static cl::opt<unsigned>
 static cl::opt<unsigned>
     threads("threads",
             cl::desc("Runtime threads (default 0: all hardware threads)"),
-            cl::init(0), cl::sub(runCmd), cl::cat(dynbCat));
+            cl::init(0), cl::sub(runCmd), cl::sub(gradCmd), cl::sub(trainCmd),
+            cl::cat(dynbCat));
 static cl::opt<bool> profileSteps(
     "profile",
     cl::desc("Time the runtime's steps by kind (gather, GEMM, kernel, "
@@ -322,11 +326,11 @@ int main(int argc, char **argv) {
       "[--batch-size N] [--stream] [--check] [--output OUT.npy] "
       "[--device=cpu|cuda]\n"
       "  dynbc stats IN [--strategy=S,...] [--batch-size N]\n"
-      "  dynbc grad IN (--params P.safetensors | --seed N) -o "
-      "GRADS.safetensors\n"
+      "  dynbc grad IN (--params P.safetensors | --seed N) [--strategy=S] "
+      "[--batch-size N] -o GRADS.safetensors\n"
       "  dynbc train IN [--dev DEV] (--params P.safetensors | --seed N) "
       "[--resume CKPT] [--epochs E] [--optimizer adam|sgd] [--lr X] "
-      "[--batch-size N] --save OUT.safetensors\n");
+      "[--batch-size N] [--strategy=S] --save OUT.safetensors\n");
   if (!compileCmd && !runCmd && !statsCmd && !gradCmd && !trainCmd) {
     cl::PrintHelpMessage();
     return 1;
@@ -387,6 +391,11 @@ int main(int argc, char **argv) {
     train.optimizer.clipNorm = clipNorm;
     train.optimizer.lazyRows = lazyRows;
     train.savePath = savePath;
+    if (names.size() > 1)
+      return commandError("train takes one --strategy");
+    if (!names.empty())
+      train.strategy = names.front();
+    train.threads = threads;
     train.reportPath = trainReportPath;
     std::optional<Session> dev;
     if (!devPath.empty()) {
@@ -408,6 +417,12 @@ int main(int argc, char **argv) {
     if (seed.getNumOccurrences())
       grad.seed = seed;
     grad.outputPath = outputPath;
+    if (names.size() > 1)
+      return commandError("grad takes one --strategy");
+    if (!names.empty())
+      grad.strategy = names.front();
+    grad.batchSize = batchSize;
+    grad.threads = threads;
     return runGradCommand(session, grad);
   }
   RunCommandOptions run;

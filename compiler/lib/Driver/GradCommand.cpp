@@ -1,11 +1,13 @@
 //===- GradCommand.cpp - dynbc grad: the gradient of the loss, saved ------===//
 //
 // The gradient of the sum of every loss node of every instance with respect
-// to every parameter, computed by the reference gradient (reverse mode in
-// double, one instance at a time) and written as F32 safetensors only once
+// to every parameter: batched (the instances' backward nodes, planned by a
+// strategy; BatchedGradient) or from the reference gradient (reverse mode
+// in double, one instance at a time). Written as F32 safetensors only once
 // every instance succeeded, so a failure never leaves a file.
 //
 //===----------------------------------------------------------------------===//
+#include "dynb/Driver/BatchedGradient.h"
 #include "dynb/Driver/Commands.h"
 #include "dynb/Import/Safetensors.h"
 #include "dynb/Reference/ReferenceGradient.h"
@@ -14,8 +16,24 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <numeric>
+
 using namespace mlir;
 using namespace dynb;
+
+namespace {
+
+/// The reference's gradients, rounded to F32.
+rt::ParameterStore referenceGradients(const ReferenceGradient &grad) {
+  rt::ParameterStore store;
+  for (const auto &[name, g] : grad.gradients())
+    (void)store.add(name, grad.shapeOf(name),
+                    std::vector<float>(g.begin(), g.end()));
+  return store;
+}
+
+} // namespace
 
 int dynb::runGradCommand(Session &session, const GradCommandOptions &o) {
   if (o.paramsPath.has_value() == o.seed.has_value())
@@ -24,6 +42,16 @@ int dynb::runGradCommand(Session &session, const GradCommandOptions &o) {
   if (o.outputPath.empty() || o.outputPath == "-")
     return commandError("grad writes a safetensors file: give -o "
                         "GRADS.safetensors");
+  std::optional<BatchingStrategy> strategy;
+  if (o.strategy != "reference") {
+    strategy = parseBatchingStrategy(o.strategy);
+    if (!strategy)
+      return commandError("unknown --strategy '" + o.strategy +
+                          "' for grad (expected none, depth, agenda or "
+                          "reference)");
+  }
+  if (o.batchSize < 0)
+    return commandError("--batch-size must be >= 0");
   if (o.paramsPath) {
     if (llvm::Error e = session.loadParams(*o.paramsPath))
       return commandError(llvm::toString(std::move(e)));
@@ -43,30 +71,64 @@ int dynb::runGradCommand(Session &session, const GradCommandOptions &o) {
                         " has no loss nodes (softmax_xent): there is nothing "
                         "to differentiate; no output written");
 
-  ReferenceGradient grad(module, session.params());
   double loss = 0;
-  for (InstanceOp inst : module.getOps<InstanceOp>()) {
-    FailureOr<double> l = grad.accumulate(inst);
-    if (failed(l))
+  rt::ParameterStore grads;
+  std::string how;
+  if (!strategy) {
+    ReferenceGradient grad(module, session.params());
+    for (InstanceOp inst : module.getOps<InstanceOp>()) {
+      FailureOr<double> l = grad.accumulate(inst);
+      if (failed(l))
+        return commandError("cannot differentiate " + o.inputPath +
+                            "; no output written");
+      loss += *l;
+    }
+    grads = referenceGradients(grad);
+    how = "reference gradient: reverse mode in double, one instance at a time";
+  } else {
+    auto t0 = std::chrono::steady_clock::now();
+    FailureOr<std::unique_ptr<BatchedGradient>> batched =
+        BatchedGradient::create(session, o.threads);
+    if (failed(batched))
       return commandError("cannot differentiate " + o.inputPath +
                           "; no output written");
-    loss += *l;
+    std::vector<size_t> order((*batched)->numInstances());
+    std::iota(order.begin(), order.end(), size_t(0));
+    RunResult counts;
+    FailureOr<std::vector<rt::Plan>> plans =
+        (*batched)->plan(order, o.batchSize, *strategy, counts);
+    if (failed(plans))
+      return commandError("cannot plan the backward pass of " + o.inputPath +
+                          "; no output written");
+    for (const rt::Plan &plan : *plans) {
+      FailureOr<double> l = (*batched)->run(plan, /*accumulate=*/true);
+      if (failed(l))
+        return commandError("cannot differentiate " + o.inputPath +
+                            "; no output written");
+      loss += *l;
+    }
+    grads = (*batched)->gradients();
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - t0)
+                         .count();
+    how = fmt::format("batched, {}: {} launches (lower bound {}) for {} "
+                      "forward and backward nodes in {} batches, {:.3f} s",
+                      o.strategy, counts.launches, counts.lowerBound,
+                      counts.nodes, plans->size(), seconds);
   }
 
-  std::vector<std::vector<float>> data;
-  data.reserve(grad.gradients().size());
   std::vector<NamedTensor> tensors;
-  for (const auto &[name, g] : grad.gradients()) {
-    data.emplace_back(g.begin(), g.end());
-    tensors.push_back({name, grad.shapeOf(name), &data.back()});
+  for (const std::string &name : grads.names()) {
+    const rt::ParamTensor *t = grads.find(name);
+    tensors.push_back({name, t->shape, &t->data});
   }
   if (llvm::Error e = writeSafetensors(o.outputPath, tensors))
     return commandError(llvm::toString(std::move(e)));
   llvm::outs() << fmt::format(
-      "dynbc grad: {}, {} instances, {} loss nodes (reference gradient: "
-      "reverse mode in double, one instance at a time)\n"
+      "dynbc grad: {}, {} instances, {} loss nodes ({})\n"
       "loss {:.9g}\n"
       "wrote the gradients of {} parameters to {}\n",
-      o.inputPath, instances, lossNodes, loss, tensors.size(), o.outputPath);
+      o.inputPath, instances, lossNodes, how, loss, tensors.size(),
+      o.outputPath);
   return 0;
 }

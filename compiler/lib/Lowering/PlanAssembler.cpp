@@ -16,6 +16,48 @@ rt::BufferId PlanAssembler::paramBuffer(llvm::StringRef name) {
   return id;
 }
 
+rt::BufferId PlanAssembler::gradBuffer(llvm::StringRef name) {
+  auto it = grads_.find(name);
+  if (it != grads_.end())
+    return it->second;
+  auto [rows, cols] = shapeOf_(name);
+  rt::BufferId id = plan_.addGradientBuffer(name.str(), rows, cols);
+  grads_[name] = id;
+  return id;
+}
+
+void PlanAssembler::linearGrad(const rt::Region &dy, const rt::Region &x,
+                               llvm::StringRef weight, llvm::StringRef bias) {
+  ++stats_.launches;
+  rt::ParamGradStep step;
+  step.op = rt::ParamGradStep::Op::Linear;
+  step.dy = dy;
+  step.x = x;
+  step.weightGrad = gradBuffer(weight);
+  step.hasBias = !bias.empty();
+  if (step.hasBias)
+    step.biasGrad = gradBuffer(bias);
+  plan_.steps.push_back(std::move(step));
+}
+
+void PlanAssembler::embeddingGrad(const rt::Region &dy, llvm::StringRef table,
+                                  llvm::ArrayRef<int64_t> rows) {
+  ++stats_.launches;
+  rt::ParamGradStep step;
+  step.op = rt::ParamGradStep::Op::Rows;
+  step.dy = dy;
+  step.weightGrad = gradBuffer(table);
+  step.rows.assign(rows.begin(), rows.end());
+  plan_.steps.push_back(std::move(step));
+}
+
+rt::Region PlanAssembler::zeros(int64_t rows, int64_t cols) {
+  ++stats_.launches;
+  rt::Region dst = newValue(rows, cols);
+  plan_.steps.push_back(rt::FillStep{dst});
+  return dst;
+}
+
 rt::Region PlanAssembler::lookup(llvm::StringRef table,
                                  llvm::ArrayRef<int64_t> indices) {
   rt::BufferId t = paramBuffer(table);
@@ -276,5 +318,6 @@ rt::Region PlanAssembler::dispatch(const DispatchLaunch &launch,
 rt::Plan PlanAssembler::finish() {
   rt::planArena(plan_);
   params_.clear();
+  grads_.clear();
   return std::move(plan_);
 }

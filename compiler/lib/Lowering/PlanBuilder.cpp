@@ -105,6 +105,18 @@ FailureOr<rt::Plan> PlanEmitter::run() {
           assembler.softmaxXentGrad(values.lookup(grad.getLogits()).region,
                                     grad.getLabels()),
           -1};
+    } else if (auto grad = dyn_cast<LinearGradOp>(op)) {
+      assembler.linearGrad(values.lookup(grad.getAdjoint()).region,
+                           values.lookup(grad.getInput()).region,
+                           grad.getWeight(),
+                           grad.getBias() ? *grad.getBias() : StringRef());
+    } else if (auto grad = dyn_cast<BatchedEmbeddingGradOp>(op)) {
+      assembler.embeddingGrad(values.lookup(grad.getAdjoint()).region,
+                              grad.getTable(), grad.getRows());
+    } else if (auto zeros = dyn_cast<ZerosOp>(op)) {
+      auto type = zeros.getResult().getType();
+      values[zeros.getResult()] = {
+          assembler.zeros(type.getDimSize(0), rowWidth(type)), -1};
     } else if (auto gather = dyn_cast<GatherOp>(op)) {
       emitGather(gather);
     } else if (auto yield = dyn_cast<YieldOp>(op)) {

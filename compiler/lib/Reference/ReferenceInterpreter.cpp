@@ -151,6 +151,9 @@ ReferenceInterpreter::evalBlock(Block &block,
       for (int64_t r = 0; r < rows; ++r)
         std::copy_n(x.data() + r * inW, inW, y.data() + r * outW + off);
       env[pad.getResult()] = std::move(y);
+    } else if (auto zeros = dyn_cast<ZerosOp>(op)) {
+      env[zeros.getResult()] = std::vector<float>(
+          size_t(zeros.getResult().getType().getNumElements()), 0.0f);
     } else if (auto concat = dyn_cast<ConcatOp>(op)) {
       int64_t outW = lastDim(concat.getResult());
       int64_t rows = in(0).size() / lastDim(concat.getInputs()[0]);

@@ -53,7 +53,8 @@ struct LowerLaunchesPass
     for (ScheduleOp schedule : module.getOps<ScheduleOp>())
       for (Operation &op : schedule.getBody().front()) {
         if (isa<GatherOp, YieldOp, LookupOp, BatchedSoftmaxXentOp,
-                BatchedSoftmaxXentGradOp>(op))
+                BatchedSoftmaxXentGradOp, LinearGradOp,
+                BatchedEmbeddingGradOp, ZerosOp>(op))
           continue;
         if (!seen.insert(launchCodeKey(op)).second)
           continue;

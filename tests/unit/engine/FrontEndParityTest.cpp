@@ -112,6 +112,21 @@ void describe(llvm::raw_ostream &os, const rt::Step &s,
     os << " -> ";
     describe(os, s.softmaxXent().loss);
     break;
+  case rt::Step::Kind::ParamGrad:
+    os << "param_grad " << int(s.paramGrad().op) << " ";
+    describe(os, s.paramGrad().dy);
+    if (s.paramGrad().op == rt::ParamGradStep::Op::Linear) {
+      os << " x ";
+      describe(os, s.paramGrad().x);
+    }
+    os << " -> b" << s.paramGrad().weightGrad;
+    for (int64_t row : s.paramGrad().rows)
+      os << " " << row;
+    break;
+  case rt::Step::Kind::Fill:
+    os << "fill ";
+    describe(os, s.fill().dst);
+    break;
   }
   os << "\n";
 }

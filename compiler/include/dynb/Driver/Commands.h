@@ -86,6 +86,13 @@ struct GradCommandOptions {
   std::optional<uint64_t> seed;
   /// The gradients, one F32 tensor per parameter under its own name.
   std::string outputPath;
+  /// A batching strategy (the batched backward pass), or "reference": the
+  /// reference gradient, in double, one instance at a time.
+  std::string strategy = "agenda";
+  /// Instances per batch (0: all in one).
+  int64_t batchSize = 0;
+  /// Runtime threads (0: every hardware thread).
+  unsigned threads = 0;
 };
 
 struct TrainCommandOptions {
@@ -102,6 +109,11 @@ struct TrainCommandOptions {
   int64_t epochs = 1;
   /// Instances per optimizer step (0: all of them).
   int64_t batchSize = 64;
+  /// How each step's gradient is computed: a batching strategy (the
+  /// batched backward pass) or "reference".
+  std::string strategy = "agenda";
+  /// Runtime threads (0: every hardware thread).
+  unsigned threads = 0;
   /// The order of the instances is shuffled before each epoch from this
   /// seed (and the epoch's number).
   uint64_t shuffleSeed = 1;

@@ -193,17 +193,19 @@ public:
   mlir::FailureOr<RunResult> run(const RunOptions &options);
   mlir::FailureOr<StackedOutputs> runReference();
 
+  /// Makes the plans of `module`'s instances (schedules added and erased
+  /// again), adding their counts to `result`. The module shares this
+  /// session's context and parameters (a copy of module(), transformed).
+  mlir::FailureOr<std::vector<rt::Plan>> buildPlans(mlir::ModuleOp module,
+                                                    const RunOptions &options,
+                                                    RunResult &result);
+
 private:
   mlir::FailureOr<RunResult> runStreamed(const RunOptions &options);
   mlir::FailureOr<llvm::SmallVector<ScheduleOp>>
   addSchedulesTo(mlir::ModuleOp module, BatchingStrategy strategy,
                  int64_t batchSize);
   mlir::FailureOr<StackedOutputs> referenceOf(mlir::ModuleOp module);
-  /// Makes the plans of `module`'s instances (schedules added and erased
-  /// again), adding their counts to `result`.
-  mlir::FailureOr<std::vector<rt::Plan>> buildPlans(mlir::ModuleOp module,
-                                                    const RunOptions &options,
-                                                    RunResult &result);
   /// The memory check made before the executor allocates.
   mlir::LogicalResult checkPlanMemory(const std::vector<rt::Plan> &plans,
                                       uint64_t firstBatch, mlir::Location loc);

@@ -93,6 +93,17 @@ public:
   /// in a fresh buffer.
   rt::Region relayoutMaps(const rt::Region &r, int64_t channels, int64_t height,
                           int64_t width, bool toMapLayout);
+  /// The gradient buffer of a parameter (one per name and plan).
+  rt::BufferId gradBuffer(llvm::StringRef name);
+  /// Adds a linear launch's weight (and bias) gradients, dyᵀ x over the
+  /// rows. One launch.
+  void linearGrad(const rt::Region &dy, const rt::Region &x,
+                  llvm::StringRef weight, llvm::StringRef bias);
+  /// Adds row i of `dy` to row rows[i] of the table's gradient. One launch.
+  void embeddingGrad(const rt::Region &dy, llvm::StringRef table,
+                     llvm::ArrayRef<int64_t> rows);
+  /// A [rows x cols] value of zeros. One launch.
+  rt::Region zeros(int64_t rows, int64_t cols);
   /// Marks a region as an output: live to the end of the plan.
   void addOutput(const rt::Region &r) { plan_.outputs.push_back(r); }
   /// Plans the arena and hands the plan over.
@@ -127,6 +138,7 @@ private:
   PlanStats &stats_;
   rt::Plan plan_;
   llvm::StringMap<rt::BufferId> params_;
+  llvm::StringMap<rt::BufferId> grads_;
 };
 
 } // namespace dynb

@@ -120,6 +120,40 @@ def DifferentiateModules : Pass<"dynb-grad", "mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def AppendBackward : Pass<"dynb-backward", "mlir::ModuleOp"> {
+  let summary = "Append each instance's backward nodes, so that the batching "
+                "pass batches the backward pass as it batches the forward";
+  let description = [{
+    Runs after `dynb-grad`. In every `dynb.instance` with a loss
+    (`dynb.softmax_xent`), each call of a module `@f` becomes a call of
+    `@f_fwd`, and after the forward nodes come the backward nodes of the
+    gradient of the sum of the instance's losses, in reverse order:
+
+    - a loss seeds its logits' adjoint with `dynb.softmax_xent_grad`;
+    - a call of `@f_fwd` gets a call of `@f_adj` on its results' adjoints
+      (`dynb.zeros` for a result nothing downstream read) and its saved
+      values, and a `dynb.linear_grad` for every linear the adjoint lists
+      in `dynb.grad.linears`, reading the adjoint module's `dz` and the
+      forward module's saved input;
+    - a `dynb.linear` gets a `dynb.linear_grad` and, for its input, a
+      `dynb.linear_transpose`; a `dynb.embedding` a `dynb.embedding_grad`
+      of its row; the elementwise ops, concat and slice the adjoints
+      `dynb-grad` writes inside modules (`dynb.pad` for a slice).
+
+    Where a value has several uses its adjoints are summed with `dynb.add`.
+    The instance's outputs stay as they were. `dynb.linear_grad` and
+    `dynb.embedding_grad` have no results: they add to the parameters'
+    gradients, so every signature of them is one launch per schedule step
+    like any node, and their launches are where the parameter gradients
+    are reduced (a GEMM `dYᵀ X` over the launch's rows, a scatter-add of
+    rows). Instances without a loss are left alone; an instance is marked
+    `dynb.backward` once done, so the pass can run twice. An op on the path
+    from a parameter to a loss that has no adjoint yet (`dynb.dispatch`,
+    the feature-map ops) is an error naming the op and the instance.
+  }];
+  let dependentDialects = ["::dynb::DynbDialect"];
+}
+
 def ExpandMath : Pass<"dynb-expand-math", "mlir::ModuleOp"> {
   let summary = "Expand tanh and exp into polynomials over arith ops";
   let description = [{

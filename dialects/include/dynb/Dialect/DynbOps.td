@@ -373,12 +373,14 @@ def Dynb_SoftmaxXentGradOp : Dynb_Op<"softmax_xent_grad",
 //===----------------------------------------------------------------------===//
 
 class Dynb_DerivativeOp<string mnemonic, string what>
-    : Dynb_Op<mnemonic, [Pure, SameOperandsAndResultType, Elementwise]> {
+    : Dynb_Op<mnemonic, [Pure, SameOperandsAndResultType, Elementwise,
+                       Dynb_BatchableOpInterface]> {
   let summary = "elementwise " # what;
   let description = [{
     Written by `dynb-grad` into adjoint modules, where it fuses into kernels
-    as the other elementwise ops do. The first operand is the value the
-    forward pass saved, the second the incoming adjoint.
+    as the other elementwise ops do, and by `dynb-backward` into instances,
+    for the ops an instance runs outside modules. The first operand is the
+    value the forward pass saved, the second the incoming adjoint.
   }];
   let arguments = (ins Dynb_Tensor:$saved, Dynb_Tensor:$adjoint);
   let results = (outs Dynb_Tensor:$result);
@@ -393,7 +395,8 @@ def Dynb_ReluGradOp : Dynb_DerivativeOp<"relu_grad",
     "relu's adjoint, the adjoint where its input x > 0 and 0 elsewhere">;
 
 def Dynb_LinearTransposeOp : Dynb_Op<"linear_transpose",
-    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     DeclareOpInterfaceMethods<Dynb_BatchableOpInterface, ["describeSignature"]>]> {
   let summary = "a linear's input adjoint: dx = dy W over the last dimension";
   let description = [{
     `weight` is the [N x K] parameter of the `dynb.linear` whose adjoint
@@ -410,7 +413,7 @@ def Dynb_LinearTransposeOp : Dynb_Op<"linear_transpose",
   }];
 }
 
-def Dynb_PadOp : Dynb_Op<"pad", [Pure]> {
+def Dynb_PadOp : Dynb_Op<"pad", [Pure, Dynb_BatchableOpInterface]> {
   let summary = "a slice's adjoint: the input at `offset` in zeros";
   let description = [{
     The result is as wide as the sliced value; its last dimension holds the
@@ -426,6 +429,72 @@ def Dynb_PadOp : Dynb_Op<"pad", [Pure]> {
     $input `[` $offset `]` attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Backward nodes: what dynb-backward appends to instances
+//===----------------------------------------------------------------------===//
+
+def Dynb_ZerosOp : Dynb_Op<"zeros", [Pure, Dynb_BatchableOpInterface]> {
+  let summary = "a value of zeros";
+  let description = [{
+    The adjoint of a module's result that nothing downstream reads (a
+    TreeLSTM root's cell state): the adjoint module still takes one.
+
+    ```mlir
+    %dc = dynb.zeros : tensor<16xf32>
+    ```
+  }];
+  let results = (outs Dynb_Tensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def Dynb_LinearGradOp : Dynb_Op<"linear_grad",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     DeclareOpInterfaceMethods<Dynb_BatchableOpInterface, ["describeSignature"]>]> {
+  let summary = "adds a linear's contribution to its parameters' gradients";
+  let description = [{
+    For the `dynb.linear` of weight `W` [N x K] (and bias `b` [N]) whose
+    input was `x` and whose output's adjoint is `dy`: adds the outer
+    product `dy xᵀ` to `W`'s gradient and `dy` to `b`'s. It has no result:
+    its effect is on the gradient buffers, which is why it is not `Pure`.
+    The same op on batched values (a leading dimension of R rows) is its
+    launch: one GEMM `dYᵀ X` over the R rows and a column sum of `dY`,
+    accumulated into the gradients in row order.
+
+    ```mlir
+    dynb.linear_grad %dy, %x weight @W bias @b : tensor<48xf32>, tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins Dynb_Tensor:$adjoint, Dynb_Tensor:$input,
+                   FlatSymbolRefAttr:$weight,
+                   OptionalAttr<FlatSymbolRefAttr>:$bias);
+  let assemblyFormat = [{
+    $adjoint `,` $input `weight` $weight (`bias` $bias^)? attr-dict `:`
+    type($adjoint) `,` type($input)
+  }];
+}
+
+def Dynb_EmbeddingGradOp : Dynb_Op<"embedding_grad",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     DeclareOpInterfaceMethods<Dynb_BatchableOpInterface,
+       ["isPerRowAttribute", "buildLaunch", "describeSignature"]>]> {
+  let summary = "adds an embedding's adjoint to its table row's gradient";
+  let description = [{
+    The backward node of `dynb.embedding @E [index]`: adds `dy` to row
+    `index` of `E`'s gradient, and to no other row (the update is sparse).
+    The row is per-instance data, as the embedding's is; the launch is a
+    `dynb.batched_embedding_grad`.
+
+    ```mlir
+    dynb.embedding_grad %dy table @E [17] : tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins Dynb_Tensor:$adjoint, FlatSymbolRefAttr:$table,
+                   I64Attr:$index);
+  let assemblyFormat = [{
+    $adjoint `table` $table `[` $index `]` attr-dict `:` type($adjoint)
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -521,6 +590,25 @@ def Dynb_BatchedSoftmaxXentGradOp : Dynb_Op<"batched_softmax_xent_grad",
     $logits `labels` $labels attr-dict `:` type($logits) `->` type($result)
   }];
   let hasVerifier = 1;
+}
+
+def Dynb_BatchedEmbeddingGradOp : Dynb_Op<"batched_embedding_grad",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "batched embedding adjoint: a scatter-add into table rows";
+  let description = [{
+    The launch of `dynb.embedding_grad` nodes: row i of the adjoint is
+    added to row `rows[i]` of the table's gradient, in row order (a row
+    read twice gets both adjoints, summed in that order).
+
+    ```mlir
+    dynb.batched_embedding_grad %d table @E rows [3, 5] : tensor<2x16xf32>
+    ```
+  }];
+  let arguments = (ins Dynb_Tensor:$adjoint, FlatSymbolRefAttr:$table,
+                   DenseI64ArrayAttr:$rows);
+  let assemblyFormat = [{
+    $adjoint `table` $table `rows` $rows attr-dict `:` type($adjoint)
+  }];
 }
 
 def Dynb_GatherOp : Dynb_Op<"gather", [Pure]> {

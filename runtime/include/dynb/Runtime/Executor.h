@@ -64,6 +64,8 @@ struct ExecutorStats {
   uint64_t gatherRowsCopied = 0;
   uint64_t gemmPrimitivesCreated = 0;
   uint64_t dispatchCalls = 0;
+  /// Parameter-gradient steps (the batched backward pass).
+  uint64_t paramGradCalls = 0;
   /// Map steps (convolutions, pooling, layout changes, channel concats)
   /// and the flops of their convolutions, counted every run.
   uint64_t mapCalls = 0;
@@ -78,7 +80,7 @@ struct ExecutorStats {
   /// ExecutorOptions::profile is set (else zero). A dispatch step's time
   /// (its GEMMs included) counts as dispatch.
   double gatherSeconds = 0, gemmSeconds = 0, kernelSeconds = 0,
-         dispatchSeconds = 0, mapSeconds = 0;
+         dispatchSeconds = 0, mapSeconds = 0, paramGradSeconds = 0;
   /// Of dispatchSeconds, by phase: the gate GEMM with the routing (noise
   /// included), the expert body with the copies of rows in and out of
   /// expert order, and the gate-weighted combine. Packing expert weights on
@@ -104,6 +106,11 @@ public:
   Status validate(const Plan &plan) const;
   /// Runs every step. planArena() must have been called.
   Status run(const Plan &plan);
+  /// Where the gradient buffers of later runs live: a tensor per parameter
+  /// the plans differentiate, of the parameter's shape (zeroed by the
+  /// caller; runs add to it). Not owned; null (the default) for plans
+  /// without a backward pass.
+  void setGradients(ParameterStore *gradients);
   /// After run(): a pointer to row `row` of buffer `buffer`, and its stride.
   const float *rowPointer(const Plan &plan, BufferId buffer, int64_t row) const;
   /// After run(): copies output position p into `out` (numRows x width).

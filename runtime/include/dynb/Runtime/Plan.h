@@ -21,8 +21,9 @@ namespace dynb::rt {
 
 /// 2: dispatch steps (mixture of experts). 3: map steps (feature maps).
 /// 4: a step holds exactly one kind (Step is a variant). 5: softmax
-/// cross-entropy steps and the plan's loss regions.
-constexpr uint32_t kPlanFormatVersion = 6;
+/// cross-entropy steps and the plan's loss regions. 7: gradient buffers,
+/// parameter-gradient and fill steps (the batched backward pass).
+constexpr uint32_t kPlanFormatVersion = 7;
 
 using BufferId = uint32_t;
 
@@ -42,12 +43,16 @@ struct MemRefDesc2D {
 using KernelFn = void (*)(void **args);
 
 struct BufferDesc {
-  enum class Kind : uint8_t { Arena, Parameter };
+  /// Gradient buffers hold the gradient of the parameter `paramName`, in a
+  /// store of the caller's (Executor::setGradients) that outlives the run:
+  /// parameter-gradient steps add to them, so the gradients of several
+  /// plans run one after another are their sum.
+  enum class Kind : uint8_t { Arena, Parameter, Gradient };
   Kind kind = Kind::Arena;
   int64_t rows = 0;
   int64_t cols = 0;
-  /// Parameter buffers: the name in the ParameterStore. A 1-D parameter of
-  /// n elements is the buffer [1 x n].
+  /// Parameter and gradient buffers: the name in the ParameterStore. A 1-D
+  /// parameter of n elements is the buffer [1 x n].
   std::string paramName;
   /// Arena buffers: byte offset, assigned by planArena().
   int64_t arenaOffset = -1;
@@ -112,6 +117,34 @@ struct SoftmaxXentStep {
   /// logits' adjoint, softmax(logits row i) minus the one-hot of labels[i]
   /// (dynb.softmax_xent_grad); such a step is not a loss term.
   bool gradient = false;
+};
+
+/// Adds a launch's contribution to parameter gradients, the one kind of
+/// step that writes gradient buffers. Rows are summed in order and each
+/// gradient element by one thread, so the result does not depend on the
+/// thread count.
+struct ParamGradStep {
+  enum class Op : uint8_t {
+    /// A linear's weight [n x k] gradient += dyᵀ x over the rows of `dy`
+    /// [m x n] and `x` [m x k]; its bias [1 x n] gradient, when hasBias,
+    /// += the column sums of `dy`.
+    Linear,
+    /// Row rows[i] of a table's gradient += row i of `dy` (an embedding's
+    /// adjoint: only the rows read are touched).
+    Rows,
+  };
+  Op op = Op::Linear;
+  Region dy;
+  Region x;
+  BufferId weightGrad = 0;
+  bool hasBias = false;
+  BufferId biasGrad = 0;
+  std::vector<int64_t> rows;
+};
+
+/// dst = zeros: the adjoint of a module result nothing downstream read.
+struct FillStep {
+  Region dst;
 };
 
 class Step;
@@ -198,10 +231,13 @@ public:
     Kernel,
     Dispatch,
     Map,
-    SoftmaxXent
+    SoftmaxXent,
+    ParamGrad,
+    Fill
   };
   using Payload = std::variant<GatherStep, GemmStep, KernelStep, DispatchStep,
-                               MapStep, SoftmaxXentStep>;
+                               MapStep, SoftmaxXentStep, ParamGradStep,
+                               FillStep>;
 
   Step(GatherStep step) : payload_(std::move(step)) {}
   Step(GemmStep step) : payload_(std::move(step)) {}
@@ -209,6 +245,8 @@ public:
   Step(DispatchStep step) : payload_(std::move(step)) {}
   Step(MapStep step) : payload_(std::move(step)) {}
   Step(SoftmaxXentStep step) : payload_(std::move(step)) {}
+  Step(ParamGradStep step) : payload_(std::move(step)) {}
+  Step(FillStep step) : payload_(std::move(step)) {}
 
   Kind kind() const { return static_cast<Kind>(payload_.index()); }
   const Payload &payload() const { return payload_; }
@@ -225,6 +263,10 @@ public:
   const MapStep &map() const { return get<MapStep>(); }
   SoftmaxXentStep &softmaxXent() { return get<SoftmaxXentStep>(); }
   const SoftmaxXentStep &softmaxXent() const { return get<SoftmaxXentStep>(); }
+  ParamGradStep &paramGrad() { return get<ParamGradStep>(); }
+  const ParamGradStep &paramGrad() const { return get<ParamGradStep>(); }
+  FillStep &fill() { return get<FillStep>(); }
+  const FillStep &fill() const { return get<FillStep>(); }
 
 private:
   template <typename T> T &get() {
@@ -242,9 +284,9 @@ private:
 };
 
 static_assert(
-    std::is_same_v<std::variant_alternative_t<size_t(Step::Kind::SoftmaxXent),
-                                              Step::Payload>,
-                   SoftmaxXentStep>,
+    std::is_same_v<
+        std::variant_alternative_t<size_t(Step::Kind::Fill), Step::Payload>,
+        FillStep>,
     "Step::Kind follows the order of Step::Payload");
 
 /// The output map shape (channels, height, width) of a map step.
@@ -258,7 +300,8 @@ struct Plan {
   std::vector<Region> outputs;
   /// The loss terms of the batch, [rows x 1] each (the `loss` regions of
   /// its softmax cross-entropy steps): the batch's loss is the sum of their
-  /// rows in this order (Executor::loss). Live to the end, as outputs are.
+  /// rows in this order (Executor::loss). Live to the end, as outputs are, and so are
+  /// the logits they were computed from (their predictions).
   std::vector<Region> losses;
   /// Total arena bytes, set by planArena().
   int64_t arenaBytes = 0;
@@ -266,6 +309,10 @@ struct Plan {
   BufferId addArenaBuffer(int64_t rows, int64_t cols);
   BufferId addParameterBuffer(const std::string &name, int64_t rows,
                               int64_t cols);
+  BufferId addGradientBuffer(const std::string &name, int64_t rows,
+                             int64_t cols);
+  /// Whether a step adds to gradient buffers (the plan has a backward pass).
+  bool hasGradients() const;
 };
 
 /// Assigns arena offsets so that buffers whose lifetimes (first to last step
