@@ -10,14 +10,17 @@ using namespace mlir;
 using namespace dynb;
 
 FailureOr<std::unique_ptr<BatchedGradient>>
-BatchedGradient::create(Session &session, unsigned threads) {
+BatchedGradient::create(Session &session, const rt::ParameterStore &params,
+                        unsigned threads, bool backward) {
   std::unique_ptr<BatchedGradient> g(new BatchedGradient(session));
   g->module_ = session.module().clone();
-  PassManager pm(g->module_->getContext());
-  pm.addPass(createDifferentiateModules());
-  pm.addPass(createAppendBackward());
-  if (failed(pm.run(*g->module_)))
-    return failure();
+  if (backward) {
+    PassManager pm(g->module_->getContext());
+    pm.addPass(createDifferentiateModules());
+    pm.addPass(createAppendBackward());
+    if (failed(pm.run(*g->module_)))
+      return failure();
+  }
   for (InstanceOp inst : g->module_->getOps<InstanceOp>())
     g->instances_.push_back(inst);
   for (ParamOp p : g->module_->getOps<ParamOp>()) {
@@ -29,7 +32,7 @@ BatchedGradient::create(Session &session, unsigned threads) {
   }
   rt::ExecutorOptions opts;
   opts.numThreads = threads;
-  g->executor_ = std::make_unique<rt::Executor>(session.params(), opts);
+  g->executor_ = std::make_unique<rt::Executor>(params, opts);
   g->executor_->setGradients(&g->gradients_);
   return g;
 }

@@ -88,7 +88,7 @@ int dynb::runGradCommand(Session &session, const GradCommandOptions &o) {
   } else {
     auto t0 = std::chrono::steady_clock::now();
     FailureOr<std::unique_ptr<BatchedGradient>> batched =
-        BatchedGradient::create(session, o.threads);
+        BatchedGradient::create(session, session.params(), o.threads);
     if (failed(batched))
       return commandError("cannot differentiate " + o.inputPath +
                           "; no output written");

@@ -1,12 +1,15 @@
 //===- TrainCommand.cpp - dynbc train: epochs of optimizer steps ----------===//
 //
-// Each step takes the gradient of a batch's summed loss from the reference
-// gradient (reverse mode in double, one instance at a time: exact, not yet
-// batched) and applies it with rt::Optimizer; after every epoch the dev
-// loss and accuracy are measured the same way and the parameters are
-// written, through a temporary file and a rename, to --save.
+// Each step takes the gradient of a batch's summed loss, from the batched
+// backward pass (BatchedGradient: the step's instances with their backward
+// nodes, planned by a strategy) or from the reference gradient (reverse
+// mode in double, one instance at a time), and applies it with
+// rt::Optimizer; after every epoch the dev loss and accuracy are measured
+// the same way (forward only) and the parameters are written, through a
+// temporary file and a rename, to --save.
 //
 //===----------------------------------------------------------------------===//
+#include "dynb/Driver/BatchedGradient.h"
 #include "dynb/Driver/Commands.h"
 #include "dynb/Import/Safetensors.h"
 #include "dynb/Reference/ReferenceGradient.h"
@@ -38,7 +41,8 @@ uint64_t splitmix64(uint64_t &state) {
   return z ^ (z >> 31);
 }
 
-void shuffle(std::vector<InstanceOp> &order, uint64_t seed, int64_t epoch) {
+template <typename T>
+void shuffle(std::vector<T> &order, uint64_t seed, int64_t epoch) {
   uint64_t state = seed * 0x100000001b3ull + uint64_t(epoch);
   for (size_t i = order.size(); i > 1; --i)
     std::swap(order[i - 1], order[splitmix64(state) % i]);
@@ -147,45 +151,130 @@ int dynb::runTrainCommand(Session &session, Session *dev,
                                       "it cannot measure the dev loss");
   }
 
+  std::optional<BatchingStrategy> strategy;
+  if (o.strategy != "reference") {
+    strategy = parseBatchingStrategy(o.strategy);
+    if (!strategy)
+      return commandError("unknown --strategy '" + o.strategy +
+                          "' for train (expected none, depth, agenda or "
+                          "reference)");
+  }
   std::vector<InstanceOp> order = instancesOf(model);
   size_t perStep = o.batchSize == 0 ? order.size() : size_t(o.batchSize);
-  ReferenceGradient grad(model, params);
+  std::optional<ReferenceGradient> grad;
+  std::unique_ptr<BatchedGradient> batched, devBatched;
+  std::vector<rt::Plan> devPlans;
+  if (strategy) {
+    FailureOr<std::unique_ptr<BatchedGradient>> b =
+        BatchedGradient::create(session, params, o.threads);
+    if (failed(b))
+      return commandError("cannot differentiate " + o.inputPath +
+                          "; nothing written");
+    batched = std::move(*b);
+    if (dev) {
+      // The dev plans do not change from epoch to epoch: made once.
+      FailureOr<std::unique_ptr<BatchedGradient>> d = BatchedGradient::create(
+          *dev, params, o.threads, /*backward=*/false);
+      if (failed(d))
+        return commandError("cannot evaluate " + o.devPath);
+      devBatched = std::move(*d);
+      std::vector<size_t> all(devBatched->numInstances());
+      std::iota(all.begin(), all.end(), size_t(0));
+      RunResult counts;
+      FailureOr<std::vector<rt::Plan>> plans =
+          devBatched->plan(all, int64_t(perStep), *strategy, counts);
+      if (failed(plans))
+        return commandError("cannot plan " + o.devPath);
+      devPlans = std::move(*plans);
+    }
+  } else {
+    grad.emplace(model, params);
+  }
   llvm::json::Array epochs;
   llvm::outs() << fmt::format(
       "dynbc train: {}, {} instances, {} loss nodes, batch size {}, {} "
-      "(lr {:g}), reference gradient\n",
+      "(lr {:g}), {}\n",
       o.inputPath, order.size(), lossNodes, perStep,
       o.optimizer.kind == rt::OptimizerOptions::Kind::Adam ? "adam" : "sgd",
-      o.optimizer.effectiveLearningRate());
+      o.optimizer.effectiveLearningRate(),
+      strategy ? "batched gradient (" + o.strategy + ")"
+               : std::string("reference gradient"));
   for (int64_t epoch = firstEpoch; epoch <= o.epochs; ++epoch) {
     auto t0 = std::chrono::steady_clock::now();
-    // From the file's order each time, so that an epoch's order depends on
-    // the seed and its number alone, and a resumed run is the same run.
-    order = instancesOf(model);
-    shuffle(order, o.shuffleSeed, epoch);
     double trainLoss = 0;
     int64_t steps = 0;
-    grad.clearPredictions();
-    for (size_t first = 0; first < order.size(); first += perStep) {
-      grad.clearGradients();
-      size_t last = std::min(order.size(), first + perStep);
-      for (size_t i = first; i < last; ++i) {
-        FailureOr<double> l = grad.accumulate(order[i]);
+    // Where the epoch's time went (batched: planning the steps, running
+    // their forward and backward passes, the optimizer's updates).
+    double planSeconds = 0, runSeconds = 0, updateSeconds = 0;
+    int64_t correct = 0, total = 0;
+    if (strategy) {
+      // The file's order shuffled as the reference path shuffles it, so
+      // both visit the instances alike.
+      std::vector<size_t> index(order.size());
+      std::iota(index.begin(), index.end(), size_t(0));
+      shuffle(index, o.shuffleSeed, epoch);
+      batched->clearPredictions();
+      for (size_t first = 0; first < index.size(); first += perStep) {
+        size_t n = std::min(index.size() - first, perStep);
+        auto tp = std::chrono::steady_clock::now();
+        RunResult counts;
+        FailureOr<std::vector<rt::Plan>> plans = batched->plan(
+            llvm::ArrayRef<size_t>(index).slice(first, n), 0, *strategy,
+            counts);
+        if (failed(plans))
+          return commandError(llvm::formatv(
+              "epoch {0}, step {1}: cannot plan the step; nothing written",
+              epoch, steps + 1));
+        auto tr = std::chrono::steady_clock::now();
+        planSeconds += std::chrono::duration<double>(tr - tp).count();
+        FailureOr<double> l = batched->run(plans->front());
         if (failed(l))
-          return commandError("cannot differentiate " + o.inputPath +
-                              "; nothing written");
+          return commandError(llvm::formatv(
+              "epoch {0}, step {1}: the run failed; nothing written", epoch,
+              steps + 1));
         trainLoss += *l;
+        auto tu = std::chrono::steady_clock::now();
+        runSeconds += std::chrono::duration<double>(tu - tr).count();
+        if (rt::Status s = optimizer.step(params, batched->gradients()))
+          return commandError(llvm::formatv("epoch {0}, step {1}: {2}", epoch,
+                                            steps + 1, s.message()));
+        updateSeconds += secondsSince(tu);
+        ++steps;
       }
-      if (rt::Status s = optimizer.step(params, toStore(grad)))
-        return commandError(llvm::formatv("epoch {0}, step {1}: {2}", epoch,
-                                          steps + 1, s.message()));
-      grad.setParams(params);
-      ++steps;
+      correct = batched->predictions().correct;
+      total = batched->predictions().total;
+    } else {
+      // From the file's order each time, so that an epoch's order depends
+      // on the seed and its number alone, and a resumed run is the same
+      // run.
+      order = instancesOf(model);
+      shuffle(order, o.shuffleSeed, epoch);
+      grad->clearPredictions();
+      for (size_t first = 0; first < order.size(); first += perStep) {
+        grad->clearGradients();
+        size_t last = std::min(order.size(), first + perStep);
+        auto tr = std::chrono::steady_clock::now();
+        for (size_t i = first; i < last; ++i) {
+          FailureOr<double> l = grad->accumulate(order[i]);
+          if (failed(l))
+            return commandError("cannot differentiate " + o.inputPath +
+                                "; nothing written");
+          trainLoss += *l;
+        }
+        auto tu = std::chrono::steady_clock::now();
+        runSeconds += std::chrono::duration<double>(tu - tr).count();
+        if (rt::Status s = optimizer.step(params, toStore(*grad)))
+          return commandError(llvm::formatv("epoch {0}, step {1}: {2}", epoch,
+                                            steps + 1, s.message()));
+        grad->setParams(params);
+        updateSeconds += secondsSince(tu);
+        ++steps;
+      }
+      correct = grad->predictions().correct;
+      total = grad->predictions().total;
     }
     double trainSeconds = secondsSince(t0);
-    double trainAccuracy =
-        double(grad.predictions().correct) /
-        double(std::max<int64_t>(grad.predictions().total, 1));
+    double trainAccuracy = double(correct) / double(std::max<int64_t>(total, 1));
 
     llvm::json::Object figures{
         {"epoch", epoch},
@@ -193,6 +282,9 @@ int dynb::runTrainCommand(Session &session, Session *dev,
         {"train_loss", trainLoss},
         {"train_accuracy", trainAccuracy},
         {"train_seconds", trainSeconds},
+        {"plan_seconds", planSeconds},
+        {"run_seconds", runSeconds},
+        {"update_seconds", updateSeconds},
         {"instances_per_second", double(order.size()) / trainSeconds}};
     std::string line = fmt::format(
         "epoch {}: train loss {:.6g} (accuracy {:.4f} while training), {} "
@@ -200,16 +292,30 @@ int dynb::runTrainCommand(Session &session, Session *dev,
         epoch, trainLoss, trainAccuracy, steps,
         double(order.size()) / trainSeconds);
     if (dev) {
-      ReferenceGradient devGrad(dev->module(), params);
       double devLoss = 0;
-      for (InstanceOp inst : dev->module().getOps<InstanceOp>()) {
-        FailureOr<double> l = devGrad.loss(inst);
-        if (failed(l))
-          return commandError("cannot evaluate " + o.devPath);
-        devLoss += *l;
+      double devAccuracy = 0;
+      if (devBatched) {
+        devBatched->clearPredictions();
+        for (const rt::Plan &plan : devPlans) {
+          FailureOr<double> l = devBatched->run(plan, /*accumulate=*/true);
+          if (failed(l))
+            return commandError("cannot evaluate " + o.devPath);
+          devLoss += *l;
+        }
+        devAccuracy = double(devBatched->predictions().correct) /
+                      double(std::max<int64_t>(
+                          devBatched->predictions().total, 1));
+      } else {
+        ReferenceGradient devGrad(dev->module(), params);
+        for (InstanceOp inst : dev->module().getOps<InstanceOp>()) {
+          FailureOr<double> l = devGrad.loss(inst);
+          if (failed(l))
+            return commandError("cannot evaluate " + o.devPath);
+          devLoss += *l;
+        }
+        devAccuracy = double(devGrad.predictions().correct) /
+                      double(devGrad.predictions().total);
       }
-      double devAccuracy = double(devGrad.predictions().correct) /
-                           double(devGrad.predictions().total);
       figures["dev_loss"] = devLoss;
       figures["dev_accuracy"] = devAccuracy;
       line += fmt::format("; dev loss {:.6g}, accuracy {:.4f}", devLoss,
@@ -244,7 +350,8 @@ int dynb::runTrainCommand(Session &session, Session *dev,
         {"optimizer",
          o.optimizer.kind == rt::OptimizerOptions::Kind::Adam ? "adam" : "sgd"},
         {"learning_rate", o.optimizer.effectiveLearningRate()},
-        {"gradient", "reference"},
+        {"gradient", strategy ? "batched" : "reference"},
+        {"strategy", o.strategy},
         {"epochs", std::move(epochs)}};
     if (llvm::Error e = llvm::writeToOutput(
             o.reportPath, [&](llvm::raw_ostream &os) -> llvm::Error {

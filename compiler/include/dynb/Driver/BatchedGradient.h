@@ -23,10 +23,13 @@ namespace dynb {
 class BatchedGradient {
 public:
   /// Differentiates `session`'s model and instances (located diagnostics
-  /// on failure). The parameters are the session's, read at every run, so
-  /// an optimizer may update them between runs.
+  /// on failure). `params` (the session's, or a training session's for a
+  /// dev set) are read at every run, so an optimizer may update them
+  /// between runs. Without `backward` the instances are left as they are:
+  /// runs give the loss and the predictions only (a dev set's).
   static mlir::FailureOr<std::unique_ptr<BatchedGradient>>
-  create(Session &session, unsigned threads);
+  create(Session &session, const rt::ParameterStore &params, unsigned threads,
+         bool backward = true);
 
   size_t numInstances() const { return instances_.size(); }
 
@@ -57,7 +60,7 @@ public:
   void clearPredictions() { predictions_ = {}; }
 
 private:
-  BatchedGradient(Session &session) : session_(session) {}
+  explicit BatchedGradient(Session &session) : session_(session) {}
 
   Session &session_;
   mlir::OwningOpRef<mlir::ModuleOp> module_;
