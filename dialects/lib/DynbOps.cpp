@@ -754,7 +754,8 @@ LogicalResult LinearGradOp::verifySymbolUses(SymbolTableCollection &tables) {
 }
 
 /// A table for an embedding's adjoint: a matrix whose rows are `row`.
-static LogicalResult checkGradTable(Operation *op, SymbolTableCollection &tables,
+static LogicalResult checkGradTable(Operation *op,
+                                    SymbolTableCollection &tables,
                                     FlatSymbolRefAttr name,
                                     ArrayRef<int64_t> row,
                                     ArrayRef<int64_t> indices) {
@@ -763,9 +764,9 @@ static LogicalResult checkGradTable(Operation *op, SymbolTableCollection &tables
     return failure();
   ArrayRef<int64_t> shape = table->getTensorType().getShape();
   if (row != shape.drop_front())
-    return op->emitOpError() << "adjoint rows " << shapeString(row)
-                             << " are not rows of " << name << " "
-                             << shapeString(shape);
+    return op->emitOpError()
+           << "adjoint rows " << shapeString(row) << " are not rows of " << name
+           << " " << shapeString(shape);
   for (int64_t index : indices)
     if (index < 0 || index >= shape[0])
       return op->emitOpError() << "index " << index << " is outside table "
@@ -773,8 +774,7 @@ static LogicalResult checkGradTable(Operation *op, SymbolTableCollection &tables
   return success();
 }
 
-LogicalResult
-EmbeddingGradOp::verifySymbolUses(SymbolTableCollection &tables) {
+LogicalResult EmbeddingGradOp::verifySymbolUses(SymbolTableCollection &tables) {
   return checkGradTable(*this, tables, getTableAttr(),
                         getAdjoint().getType().getShape(),
                         {getIndexAttr().getInt()});
@@ -886,9 +886,8 @@ Operation *EmbeddingGradOp::buildLaunch(OpBuilder &b,
   SmallVector<int64_t> rows;
   for (Operation *member : members)
     rows.push_back(cast<EmbeddingGradOp>(member).getIndexAttr().getInt());
-  return b.create<BatchedEmbeddingGradOp>(getLoc(), operands.front(),
-                                          getTableAttr(),
-                                          b.getDenseI64ArrayAttr(rows));
+  return b.create<BatchedEmbeddingGradOp>(
+      getLoc(), operands.front(), getTableAttr(), b.getDenseI64ArrayAttr(rows));
 }
 
 void EmbeddingGradOp::describeSignature(llvm::raw_ostream &os) {

@@ -30,11 +30,13 @@ void linearGradRows(const ParamGradStep &step, const ResolvedBuffers &resolved,
       float *wr = w + r * ldw;
       float bsum = 0;
       for (int64_t i = i0; i < i1; ++i) {
-        float d = *resolved.at(step.dy.buffer, step.dy.row + i, step.dy.col + r);
+        float d =
+            *resolved.at(step.dy.buffer, step.dy.row + i, step.dy.col + r);
         bsum += d;
         if (d == 0)
           continue;
-        const float *xi = resolved.at(step.x.buffer, step.x.row + i, step.x.col);
+        const float *xi =
+            resolved.at(step.x.buffer, step.x.row + i, step.x.col);
         for (int64_t c = 0; c < k; ++c)
           wr[c] += d * xi[c];
       }

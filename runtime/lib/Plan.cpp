@@ -113,7 +113,8 @@ struct Lifetimes {
     // A loss's logits too: they are a few columns wide, and a caller reads
     // its predictions from them after the run (BatchedGradient).
     for (const Step &step : plan.steps)
-      if (step.kind() == Step::Kind::SoftmaxXent && !step.softmaxXent().gradient)
+      if (step.kind() == Step::Kind::SoftmaxXent &&
+          !step.softmaxXent().gradient)
         touch(step.softmaxXent().logits.buffer,
               static_cast<int64_t>(plan.steps.size()));
   }

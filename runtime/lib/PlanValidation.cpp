@@ -163,8 +163,8 @@ private:
     if (Status status = checkBufferId(id, role))
       return status;
     if (plan_.buffers[id].kind != BufferDesc::Kind::Gradient)
-      return fail(fmt::format("{} buffer {} is not a gradient buffer", role,
-                              id));
+      return fail(
+          fmt::format("{} buffer {} is not a gradient buffer", role, id));
     return Status::ok();
   }
 

@@ -90,8 +90,8 @@ int dynb::runCompileCommand(Session &session,
   for (ScheduleOp s : (*batched)->getOps<ScheduleOp>())
     for (Operation &op : s.getBody().front()) {
       if (isa<GatherOp, YieldOp, LookupOp, BatchedSoftmaxXentOp,
-              BatchedSoftmaxXentGradOp, LinearGradOp,
-                BatchedEmbeddingGradOp, ZerosOp>(op))
+              BatchedSoftmaxXentGradOp, LinearGradOp, BatchedEmbeddingGradOp,
+              ZerosOp>(op))
         continue;
       if (!seen.insert(launchCodeKey(op)).second)
         continue;

@@ -108,9 +108,9 @@ int dynb::runGradCommand(Session &session, const GradCommandOptions &o) {
       loss += *l;
     }
     grads = (*batched)->gradients();
-    double seconds = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - t0)
-                         .count();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
     how = fmt::format("batched, {}: {} launches (lower bound {}) for {} "
                       "forward and backward nodes in {} batches, {:.3f} s",
                       o.strategy, counts.launches, counts.lowerBound,

@@ -173,8 +173,8 @@ int dynb::runTrainCommand(Session &session, Session *dev,
     batched = std::move(*b);
     if (dev) {
       // The dev plans do not change from epoch to epoch: made once.
-      FailureOr<std::unique_ptr<BatchedGradient>> d = BatchedGradient::create(
-          *dev, params, o.threads, /*backward=*/false);
+      FailureOr<std::unique_ptr<BatchedGradient>> d =
+          BatchedGradient::create(*dev, params, o.threads, /*backward=*/false);
       if (failed(d))
         return commandError("cannot evaluate " + o.devPath);
       devBatched = std::move(*d);
@@ -218,9 +218,9 @@ int dynb::runTrainCommand(Session &session, Session *dev,
         size_t n = std::min(index.size() - first, perStep);
         auto tp = std::chrono::steady_clock::now();
         RunResult counts;
-        FailureOr<std::vector<rt::Plan>> plans = batched->plan(
-            llvm::ArrayRef<size_t>(index).slice(first, n), 0, *strategy,
-            counts);
+        FailureOr<std::vector<rt::Plan>> plans =
+            batched->plan(llvm::ArrayRef<size_t>(index).slice(first, n), 0,
+                          *strategy, counts);
         if (failed(plans))
           return commandError(llvm::formatv(
               "epoch {0}, step {1}: cannot plan the step; nothing written",
@@ -274,7 +274,8 @@ int dynb::runTrainCommand(Session &session, Session *dev,
       total = grad->predictions().total;
     }
     double trainSeconds = secondsSince(t0);
-    double trainAccuracy = double(correct) / double(std::max<int64_t>(total, 1));
+    double trainAccuracy =
+        double(correct) / double(std::max<int64_t>(total, 1));
 
     llvm::json::Object figures{
         {"epoch", epoch},
@@ -302,9 +303,9 @@ int dynb::runTrainCommand(Session &session, Session *dev,
             return commandError("cannot evaluate " + o.devPath);
           devLoss += *l;
         }
-        devAccuracy = double(devBatched->predictions().correct) /
-                      double(std::max<int64_t>(
-                          devBatched->predictions().total, 1));
+        devAccuracy =
+            double(devBatched->predictions().correct) /
+            double(std::max<int64_t>(devBatched->predictions().total, 1));
       } else {
         ReferenceGradient devGrad(dev->module(), params);
         for (InstanceOp inst : dev->module().getOps<InstanceOp>()) {

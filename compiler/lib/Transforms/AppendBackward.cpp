@@ -1,4 +1,5 @@
-//===- AppendBackward.cpp - Each instance's backward nodes (dynb-backward) -===//
+//===- AppendBackward.cpp - Each instance's backward nodes (dynb-backward)
+//-===//
 //
 // The backward pass of an instance is written as more nodes of the same
 // instance, so the batching strategies batch it exactly as they batch the
@@ -96,9 +97,9 @@ LogicalResult InstanceBackward::differentiateCall(CallOp call) {
   SmallVector<Value> operands;
   for (unsigned i = 0; i < outputs; ++i) {
     Value dy = adjoints.lookup(call.getResult(i));
-    operands.push_back(dy ? dy
-                          : b.create<ZerosOp>(loc, call.getResult(i).getType())
-                                .getResult());
+    operands.push_back(
+        dy ? dy
+           : b.create<ZerosOp>(loc, call.getResult(i).getType()).getResult());
   }
   for (Value saved : call.getResults().drop_front(outputs))
     operands.push_back(saved);
@@ -127,10 +128,9 @@ LogicalResult InstanceBackward::differentiateCall(CallOp call) {
 LogicalResult InstanceBackward::differentiate(Operation *op) {
   Location loc = op->getLoc();
   if (auto xent = dyn_cast<SoftmaxXentOp>(op)) {
-    accumulate(xent.getLogits(),
-               b.create<SoftmaxXentGradOp>(loc, xent.getLogits().getType(),
-                                           xent.getLogits(),
-                                           xent.getLabelAttr()));
+    accumulate(xent.getLogits(), b.create<SoftmaxXentGradOp>(
+                                     loc, xent.getLogits().getType(),
+                                     xent.getLogits(), xent.getLabelAttr()));
     return success();
   }
   if (auto call = dyn_cast<CallOp>(op))
@@ -195,9 +195,9 @@ LogicalResult InstanceBackward::differentiate(Operation *op) {
   }
   if (auto slice = dyn_cast<SliceOp>(op)) {
     Value x = slice.getInput();
-    accumulate(x, b.create<PadOp>(loc, x.getType(), dy,
-                                  b.getI64IntegerAttr(
-                                      slice.getOffsetAttr().getInt())));
+    accumulate(x, b.create<PadOp>(
+                      loc, x.getType(), dy,
+                      b.getI64IntegerAttr(slice.getOffsetAttr().getInt())));
     return success();
   }
   return fail(op, "is on the path from a parameter to a loss but cannot be "
@@ -208,9 +208,8 @@ LogicalResult InstanceBackward::differentiate(Operation *op) {
 
 LogicalResult InstanceBackward::run() {
   Block &body = inst.getBody().front();
-  bool hasLoss = llvm::any_of(body, [](Operation &op) {
-    return isa<SoftmaxXentOp>(op);
-  });
+  bool hasLoss =
+      llvm::any_of(body, [](Operation &op) { return isa<SoftmaxXentOp>(op); });
   if (!hasLoss)
     return success();
   if (failed(useForwardModules()))
@@ -232,9 +231,11 @@ struct AppendBackwardPass
     ModuleOp module = getOperation();
     llvm::StringMap<ModulePair> pairs;
     for (auto fn : module.getOps<func::FuncOp>()) {
-      if (auto of = fn->getAttrOfType<FlatSymbolRefAttr>("dynb.grad.forward_of"))
+      if (auto of =
+              fn->getAttrOfType<FlatSymbolRefAttr>("dynb.grad.forward_of"))
         pairs[of.getValue()].forward = fn;
-      if (auto of = fn->getAttrOfType<FlatSymbolRefAttr>("dynb.grad.adjoint_of"))
+      if (auto of =
+              fn->getAttrOfType<FlatSymbolRefAttr>("dynb.grad.adjoint_of"))
         pairs[of.getValue()].adjoint = fn;
     }
     for (auto it = pairs.begin(); it != pairs.end();) {

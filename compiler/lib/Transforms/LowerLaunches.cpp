@@ -53,8 +53,8 @@ struct LowerLaunchesPass
     for (ScheduleOp schedule : module.getOps<ScheduleOp>())
       for (Operation &op : schedule.getBody().front()) {
         if (isa<GatherOp, YieldOp, LookupOp, BatchedSoftmaxXentOp,
-                BatchedSoftmaxXentGradOp, LinearGradOp,
-                BatchedEmbeddingGradOp, ZerosOp>(op))
+                BatchedSoftmaxXentGradOp, LinearGradOp, BatchedEmbeddingGradOp,
+                ZerosOp>(op))
           continue;
         if (!seen.insert(launchCodeKey(op)).second)
           continue;

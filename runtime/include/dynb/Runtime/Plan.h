@@ -235,9 +235,9 @@ public:
     ParamGrad,
     Fill
   };
-  using Payload = std::variant<GatherStep, GemmStep, KernelStep, DispatchStep,
-                               MapStep, SoftmaxXentStep, ParamGradStep,
-                               FillStep>;
+  using Payload =
+      std::variant<GatherStep, GemmStep, KernelStep, DispatchStep, MapStep,
+                   SoftmaxXentStep, ParamGradStep, FillStep>;
 
   Step(GatherStep step) : payload_(std::move(step)) {}
   Step(GemmStep step) : payload_(std::move(step)) {}
@@ -300,8 +300,8 @@ struct Plan {
   std::vector<Region> outputs;
   /// The loss terms of the batch, [rows x 1] each (the `loss` regions of
   /// its softmax cross-entropy steps): the batch's loss is the sum of their
-  /// rows in this order (Executor::loss). Live to the end, as outputs are, and so are
-  /// the logits they were computed from (their predictions).
+  /// rows in this order (Executor::loss). Live to the end, as outputs are, and
+  /// so are the logits they were computed from (their predictions).
   std::vector<Region> losses;
   /// Total arena bytes, set by planArena().
   int64_t arenaBytes = 0;
