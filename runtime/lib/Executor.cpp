@@ -205,8 +205,10 @@ Status Executor::Impl::run(const Plan &plan) {
       runSoftmaxXent(step.softmaxXent(), resolved);
       break;
     case Step::Kind::ParamGrad:
-      runParamGrad(step.paramGrad(), resolved, pool,
-                   opts.kernelParallelMinElements);
+      if (Status status = runParamGrad(step.paramGrad(), resolved, pool,
+                                       opts.kernelParallelMinElements))
+        return Status::error(
+            fmt::format("step {} (param_grad): {}", s, status.message()));
       ++stats.paramGradCalls;
       break;
     case Step::Kind::Fill:

@@ -3,6 +3,7 @@
 #define DYNB_RUNTIME_LIB_STEPRUNNERS_H
 
 #include "dynb/Runtime/Plan.h"
+#include "dynb/Runtime/Status.h"
 #include "dynb/Runtime/ThreadPool.h"
 
 #include <cstdint>
@@ -45,11 +46,11 @@ void runSoftmaxXent(const SoftmaxXentStep &step,
 /// `label`, in double: what runSoftmaxXent stores, rounded to float.
 double softmaxXentRow(const float *logits, int64_t classes, int64_t label);
 
-/// Adds the step's contribution to its gradient buffers; a linear's weight
-/// rows are split across the pool when m * n * k exceeds
-/// parallelMinElements.
-void runParamGrad(const ParamGradStep &step, const ResolvedBuffers &resolved,
-                  ThreadPool &pool, int64_t parallelMinElements);
+/// Adds the step's contribution to its gradient buffers: a linear's as
+/// oneDNN GEMMs on fixed chunks of weight rows, spread over the pool, when
+/// m * n * k exceeds parallelMinElements.
+Status runParamGrad(const ParamGradStep &step, const ResolvedBuffers &resolved,
+                    ThreadPool &pool, int64_t parallelMinElements);
 
 void runFill(const FillStep &step, const ResolvedBuffers &resolved);
 

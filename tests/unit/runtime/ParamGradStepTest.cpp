@@ -93,25 +93,50 @@ TEST(ParamGradStep, AddsDyTransposeXAndColumnSumsToTheGradients) {
   EXPECT_NEAR(b[0], 2 * once - 0.5, 1e-4);
 }
 
+TEST(ParamGradStep, LargeWeightsTakeTheGemmAndGiveTheSameSums) {
+  // 130 weight rows: three chunks of oneDNN GEMMs.
+  GradPlan gp(100, 130, 40);
+  Executor executor(gp.params);
+  executor.setGradients(&gp.grads);
+  ASSERT_TRUE(executor.run(gp.plan).isOk());
+  const std::vector<float> &w = gp.grads.find("W")->data;
+  const std::vector<float> &b = gp.grads.find("b")->data;
+  for (int64_t r = 0; r < gp.n; ++r) {
+    double bsum = 0.5;
+    for (int64_t i = 0; i < gp.m; ++i)
+      bsum += gp.dy[i * gp.n + r];
+    EXPECT_NEAR(b[r], bsum, 1e-4);
+    for (int64_t c = 0; c < gp.k; ++c) {
+      double want = 0.5;
+      for (int64_t i = 0; i < gp.m; ++i)
+        want += double(gp.dy[i * gp.n + r]) * gp.x[i * gp.k + c];
+      ASSERT_NEAR(w[r * gp.k + c], want, 1e-4) << r << "," << c;
+    }
+  }
+}
+
 TEST(ParamGradStep, SameBitsOnOneAndTwoThreads) {
-  // Large enough that the weight rows split across the threads.
-  GradPlan one(300, 64, 96), two(300, 64, 96);
-  ExecutorOptions o1, o2;
-  o1.numThreads = 1;
-  o2.numThreads = 2;
-  o2.kernelParallelMinElements = 1;
-  {
-    Executor e(one.params, o1);
-    e.setGradients(&one.grads);
-    ASSERT_TRUE(e.run(one.plan).isOk());
+  // Large enough that the weight rows split across the threads, in GEMM
+  // chunks (200 rows) and as the loop (64 rows).
+  for (int64_t n : {200, 64}) {
+    GradPlan one(300, n, 96), two(300, n, 96);
+    ExecutorOptions o1, o2;
+    o1.numThreads = 1;
+    o2.numThreads = 2;
+    o2.kernelParallelMinElements = 1;
+    {
+      Executor e(one.params, o1);
+      e.setGradients(&one.grads);
+      ASSERT_TRUE(e.run(one.plan).isOk());
+    }
+    {
+      Executor e(two.params, o2);
+      e.setGradients(&two.grads);
+      ASSERT_TRUE(e.run(two.plan).isOk());
+    }
+    EXPECT_EQ(one.grads.find("W")->data, two.grads.find("W")->data);
+    EXPECT_EQ(one.grads.find("b")->data, two.grads.find("b")->data);
   }
-  {
-    Executor e(two.params, o2);
-    e.setGradients(&two.grads);
-    ASSERT_TRUE(e.run(two.plan).isOk());
-  }
-  EXPECT_EQ(one.grads.find("W")->data, two.grads.find("W")->data);
-  EXPECT_EQ(one.grads.find("b")->data, two.grads.find("b")->data);
 }
 
 TEST(ParamGradStep, ValidationKeepsGradientsApart) {
