@@ -22,14 +22,14 @@ import json
 import os
 import sys
 
-WORKLOADS = ("treelstm", "moe", "clevr", "api", "endtoend")
+WORKLOADS = ("treelstm", "moe", "clevr", "api", "endtoend", "train")
 
 
 # A workload's section title and headline name in docs/benchmarks.md: a
 # workload without results in BENCH_DIR keeps what the last report said.
 SECTION_TITLES = {"treelstm": "## TreeLSTM", "moe": "## Mixture of experts",
                   "clevr": "## CLEVR module network", "api": "## Embedded API",
-                  "endtoend": "## End to end"}
+                  "endtoend": "## End to end", "train": "## Training"}
 HEADLINE_NAMES = {"treelstm": "TreeLSTM", "moe": "Mixture of experts", "clevr": "CLEVR"}
 
 
@@ -432,6 +432,40 @@ def api_section(d):
     return lines
 
 
+# ------------------------------------------------------------------ training
+
+def train_section(d):
+    lines = ["## Training (TreeLSTM on SST train, a loss on every node, Adam)", "",
+             "Run: `%s` (%s CPUs, %s). dynbc train: agenda, batch %d, the better of epochs "
+             "2 and 3 of %d (whole epochs: planning each step, its forward and backward run, "
+             "the optimizer's update). The ceiling is the epoch's GEMM FLOPs (forward, and "
+             "twice that for the backward) at oneDNN's static-batch rate on the forward's "
+             "shapes, measured in the same run. The PyTorch peers train the same trees from "
+             "the same weights in the same order with the same optimizer; each one's epoch "
+             "loss equals dynbc's (relative difference at most 1e-3) before its time "
+             "counts. The eager peer runs a prefix of the trees (its own count)." % (
+                 d["command"], d["machine"].get("nproc", "?"),
+                 d["machine"].get("cpu_model", "?"), d["batch"], d["epochs"]), ""]
+    head = ("| hdim | trees | dynb trees/s | plan / run / update s | ceiling trees/s | "
+            "dynb / ceiling | run / ceiling | PyTorch by level | PyTorch eager | "
+            "dynb / faster peer | peak RSS, 1 and 3 epochs |")
+    lines += [head, "|" + "---:|" * (head.count("|") - 1)]
+    for r in d["rows"]:
+        lvl, eag = r.get("level"), r.get("eager")
+        lines.append("| %d | %d | %s | %.2f / %.2f / %.2f | %s | %s | %s | %s | %s | %s | "
+                     "%.0f / %.0f MiB |" % (
+                         r["hdim"], r["trees"], rate(r["dynb_trees_per_s"]), r["dynb_plan_s"],
+                         r["dynb_run_s"], r["dynb_update_s"], rate(r["ceiling_trees_per_s"]),
+                         pct(r["dynb_over_ceiling"]), pct(r["dynb_run_over_ceiling"]),
+                         rate(lvl["trees_per_second"]) if lvl else "-",
+                         "%s (%d trees)" % (rate(eag["trees_per_second"]), eag["trees"])
+                         if eag else "-",
+                         "%.2fx" % r["dynb_over_best_peer"] if lvl else "-",
+                         r["peak_rss_1_epoch"] / 2**20, r["peak_rss_3_epochs"] / 2**20))
+    lines += [""]
+    return lines
+
+
 # ------------------------------------------------------------------ end to end
 
 ENDTOEND_HEADLINE_ROWS = (
@@ -553,6 +587,8 @@ def main(argv):
         body += api_section(found["api"])
     if "endtoend" in found:
         body += endtoend_section(found["endtoend"])
+    if "train" in found:
+        body += train_section(found["train"])
     # Workloads without results keep the earlier report's section and rows.
     for w in WORKLOADS:
         if w not in found and w in kept_sections:

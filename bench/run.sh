@@ -3,7 +3,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-KNOWN_WORKLOADS=(treelstm moe api clevr endtoend)
+KNOWN_WORKLOADS=(treelstm moe api clevr endtoend train)
 
 usage() {
   cat <<USAGE
@@ -17,7 +17,8 @@ usage: bench/run.sh BUILD_DIR [WORKLOAD...] [OPTIONS...]
   api options: --quick, --out DIR, --threads N, --trees N, --rounds N (the embedded API against dynbc)
   clevr options: --quick, --batches 16,64,256, --out DIR, --threads N, --repeat N, --no-peers
   endtoend options: --quick, --out DIR, --threads N, --copies N, --runs N (dynbc as a whole process)
-  treelstm, moe and clevr run PyTorch peers on the same inputs and weights unless --no-peers.
+  train options: --quick, --trees N, --eager-trees N, --hdims 128,256, --out DIR, --threads N, --no-peers
+  treelstm, moe, clevr and train run PyTorch peers on the same inputs and weights unless --no-peers.
 USAGE
 }
 
@@ -57,6 +58,7 @@ for i in "${!workloads[@]}"; do
     api) "$PYTHON" "$HERE/api.py" "$BUILD" "$@" ;;
     clevr) "$PYTHON" "$HERE/clevr.py" "$BUILD" "$@" ;;
     endtoend) "$PYTHON" "$HERE/endtoend.py" "$BUILD" "$@" ;;
+    train) "$PYTHON" "$HERE/train.py" "$BUILD" "$@" ;;
   esac
 done
 

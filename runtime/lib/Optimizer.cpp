@@ -9,6 +9,9 @@
 
 using namespace dynb::rt;
 
+/// Elements of a tensor above which its update is spread over the threads.
+static constexpr size_t kParallelMinElements = 1 << 16;
+
 Optimizer::Optimizer(OptimizerOptions options) : options_(options) {}
 
 Status Optimizer::step(ParameterStore &params,
@@ -62,29 +65,37 @@ Status Optimizer::step(ParameterStore &params,
         st.second.assign(n, 0);
     }
     size_t rowWidth = g->shape.empty() ? 1 : size_t(g->shape.back());
-    for (size_t row = 0; row * rowWidth < n; ++row) {
-      size_t begin = row * rowWidth, end = begin + rowWidth;
-      if (options_.lazyRows) {
+    int64_t rows = int64_t(n / rowWidth);
+    // Every element's update is its own, so rows may go to any thread: the
+    // result is the same bits on any thread count. Small tensors stay on
+    // the calling thread, where waking the team would cost more.
+    const float *grad = g->data.data();
+    float *param = p->data.data();
+    float *first = st.first.data();
+    float *second = adam ? st.second.data() : nullptr;
+    const OptimizerOptions &o = options_;
+#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
+    for (int64_t row = 0; row < rows; ++row) {
+      size_t begin = size_t(row) * rowWidth, end = begin + rowWidth;
+      if (o.lazyRows) {
         bool touched = false;
         for (size_t i = begin; i < end && !touched; ++i)
-          touched = g->data[i] != 0;
+          touched = grad[i] != 0;
         if (!touched)
           continue;
       }
       for (size_t i = begin; i < end; ++i) {
-        float grad = g->data[i] * scale;
+        float gi = grad[i] * scale;
         if (adam) {
-          float m = st.first[i] =
-              options_.beta1 * st.first[i] + (1 - options_.beta1) * grad;
-          float v = st.second[i] = options_.beta2 * st.second[i] +
-                                   (1 - options_.beta2) * grad * grad;
-          p->data[i] -= stepSize * m /
-                        (std::sqrt(v) / rootCorrection2 + options_.epsilon);
-        } else if (options_.momentum != 0) {
-          float v = st.first[i] = options_.momentum * st.first[i] + grad;
-          p->data[i] -= lr * v;
+          float m = first[i] = o.beta1 * first[i] + (1 - o.beta1) * gi;
+          float v = second[i] = o.beta2 * second[i] + (1 - o.beta2) * gi * gi;
+          param[i] -=
+              stepSize * m / (std::sqrt(v) / rootCorrection2 + o.epsilon);
+        } else if (o.momentum != 0) {
+          float v = first[i] = o.momentum * first[i] + gi;
+          param[i] -= lr * v;
         } else {
-          p->data[i] -= lr * grad;
+          param[i] -= lr * gi;
         }
       }
     }

@@ -239,12 +239,14 @@ static cl::opt<std::string>
              cl::desc("Where compiled modules persist between runs (default: "
                       "$DYNB_CACHE_DIR, else the user's cache directory's "
                       "dynb/kernels)"),
-             cl::value_desc("dir"), cl::sub(runCmd), cl::cat(dynbCat));
+             cl::value_desc("dir"), cl::sub(runCmd), cl::sub(gradCmd),
+             cl::sub(trainCmd), cl::cat(dynbCat));
 static cl::opt<bool>
     noCache("no-cache",
             cl::desc("Compile every module, neither loading nor storing "
                      "compiled modules on disk"),
-            cl::sub(runCmd), cl::cat(dynbCat));
+            cl::sub(runCmd), cl::sub(gradCmd), cl::sub(trainCmd),
+            cl::cat(dynbCat));
 
 static cl::opt<std::string> maxMemory(
     "max-memory",
