@@ -52,8 +52,8 @@ def earlier_report(path):
         if current and current != "headline":
             sections[current].append(line)
         elif current == "headline" and not table_done:
-            # The run-only table alone: the end-to-end table after it is
-            # remade from endtoend.json.
+            # The run-only table first; the end-to-end table after it is
+            # kept whole, for a report without endtoend.json.
             if line.startswith("| "):
                 name = line[2:].split(" | ")[0]
                 for w, n in HEADLINE_NAMES.items():
@@ -61,6 +61,8 @@ def earlier_report(path):
                         rows.setdefault(w, []).append(line)
             elif rows and not line.strip():
                 table_done = True
+        elif current == "headline" and line.startswith("|"):
+            rows.setdefault("endtoend-table", []).append(line)
     return sections, rows
 
 
@@ -436,7 +438,7 @@ def api_section(d):
 
 def train_section(d):
     lines = ["## Training (TreeLSTM on SST train, a loss on every node, Adam)", "",
-             "Run: `%s` (%s CPUs, %s). dynbc train: agenda, batch %d, the better of epochs "
+             "Run: `%s` (%s, commit %s, on %s, %s CPUs). dynbc train: agenda, batch %d, the better of epochs "
              "2 and 3 of %d (whole epochs: planning each step, its forward and backward run, "
              "the optimizer's update). The ceiling is the epoch's GEMM FLOPs (forward, and "
              "twice that for the backward) at oneDNN's static-batch rate on the forward's "
@@ -444,8 +446,9 @@ def train_section(d):
              "the same weights in the same order with the same optimizer; each one's epoch "
              "loss equals dynbc's (relative difference at most 1e-3) before its time "
              "counts. The eager peer runs a prefix of the trees (its own count)." % (
-                 d["command"], d["machine"].get("nproc", "?"),
-                 d["machine"].get("cpu_model", "?"), d["batch"], d["epochs"]), ""]
+                 d["command"], d["machine"]["date"][:16], d["machine"]["git_commit"][:12],
+                 d["machine"].get("cpu_model", "?"), d["machine"].get("nproc", "?"),
+                 d["batch"], d["epochs"]), ""]
     head = ("| hdim | trees | dynb trees/s | plan / run / update s | ceiling trees/s | "
             "dynb / ceiling | run / ceiling | PyTorch by level | PyTorch eager | "
             "dynb / faster peer | peak RSS, 1 and 3 epochs |")
@@ -569,29 +572,33 @@ def main(argv):
     os.makedirs(OUT_DIR, exist_ok=True)
     docs_md = os.path.join(args.docs, "benchmarks.md")
     kept_sections, kept_rows = earlier_report(docs_md)
-    charts, heads, body = [], [], []
+    charts, heads, sections = [], [], {}
     kept = []
     if "treelstm" in found:
         h = treelstm_headline(found["treelstm"])
         heads += [h] if h else []
-        body += treelstm_section(found["treelstm"], charts, plt)
+        sections["treelstm"] = treelstm_section(found["treelstm"], charts, plt)
     if "moe" in found:
         h = moe_headline(found["moe"])
         heads += [h] if h else []
-        body += moe_section(found["moe"], charts, plt)
+        sections["moe"] = moe_section(found["moe"], charts, plt)
     if "clevr" in found:
         h = clevr_headline(found["clevr"])
         heads += [h] if h else []
-        body += clevr_section(found["clevr"], charts, plt)
+        sections["clevr"] = clevr_section(found["clevr"], charts, plt)
     if "api" in found:
-        body += api_section(found["api"])
+        sections["api"] = api_section(found["api"])
     if "endtoend" in found:
-        body += endtoend_section(found["endtoend"])
+        sections["endtoend"] = endtoend_section(found["endtoend"])
     if "train" in found:
-        body += train_section(found["train"])
-    # Workloads without results keep the earlier report's section and rows.
+        sections["train"] = train_section(found["train"])
+    # Workloads without results keep the earlier report's section and rows;
+    # the sections stay in WORKLOADS order either way.
+    body = []
     for w in WORKLOADS:
-        if w not in found and w in kept_sections:
+        if w in sections:
+            body += sections[w]
+        elif w in kept_sections:
             body += [l for l in kept_sections[w]]
             while body and body[-1] == "":
                 body.pop()
@@ -604,14 +611,15 @@ def main(argv):
             headline += kept_rows.get(w, [])
     if "endtoend" in found:
         headline += [""] + endtoend_headline_table(found["endtoend"])
-    elif "endtoend" in kept_sections:
-        pass
+    elif kept_rows.get("endtoend-table"):
+        headline += [""] + kept_rows["endtoend-table"]
     missing = [w for w in WORKLOADS if w not in found and w not in kept]
     machine = next((found[w]["machine"] for w in WORKLOADS
                     if w in found and "machine" in found[w]), {})
     md = ["# Benchmarks", "",
           "Written by `bench/report.py` from the result files of `tools/dev bench` "
-          "(do not edit by hand). Machine: %s CPUs (%s). dynb's figures are the median "
+          "(do not edit by hand). Machine of this run: %s CPUs (%s); a section kept from an "
+          "earlier run names that run. dynb's figures are the median "
           "timed pass after a warm-up pass; the PyTorch peers run on the same inputs "
           "and weights and their outputs match dynb's before their time counts "
           "(bench/README.md)." % (machine.get("nproc", "?"), machine.get("cpu_model", "?")), "",

@@ -70,6 +70,45 @@ rt::ParameterStore toStore(const ReferenceGradient &grad) {
   return store;
 }
 
+/// On a terminal, one line rewritten after every step: the epoch's steps,
+/// instances a second and running loss. Elsewhere (a file, a pipe) nothing:
+/// the epoch lines are the log.
+class ProgressLine {
+public:
+  ProgressLine(size_t perStep, size_t instances)
+      : perStep(perStep), instances(instances),
+        live(llvm::outs().is_displayed()) {}
+
+  void update(int64_t epoch, int64_t step, int64_t steps, double loss,
+              double seconds) {
+    if (!live)
+      return;
+    size_t done = std::min(instances, size_t(step) * perStep);
+    constexpr int kWidth = 24;
+    int filled = int(kWidth * step / std::max<int64_t>(steps, 1));
+    std::string bar(size_t(filled), '#');
+    bar.resize(kWidth, '.');
+    llvm::outs() << fmt::format("\repoch {}: [{}] step {}/{}, {:.1f} "
+                                "instances/s, running loss {:.5g} per "
+                                "instance\x1b[K",
+                                epoch, bar, step, steps,
+                                double(done) / std::max(seconds, 1e-9),
+                                loss / double(std::max<size_t>(done, 1)));
+    llvm::outs().flush();
+    shown = true;
+  }
+  void clear() {
+    if (shown)
+      llvm::outs() << "\r\x1b[K";
+    shown = false;
+  }
+
+private:
+  size_t perStep, instances;
+  bool live;
+  bool shown = false;
+};
+
 double secondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
       .count();
@@ -191,6 +230,7 @@ int dynb::runTrainCommand(Session &session, Session *dev,
     grad.emplace(model, params);
   }
   llvm::json::Array epochs;
+  ProgressLine progress(perStep, order.size());
   llvm::outs() << fmt::format(
       "dynbc train: {}, {} instances, {} loss nodes, batch size {}, {} "
       "(lr {:g}), {}\n",
@@ -203,6 +243,7 @@ int dynb::runTrainCommand(Session &session, Session *dev,
     auto t0 = std::chrono::steady_clock::now();
     double trainLoss = 0;
     int64_t steps = 0;
+    int64_t totalSteps = int64_t((order.size() + perStep - 1) / perStep);
     // Where the epoch's time went (batched: planning the steps, running
     // their forward and backward passes, the optimizer's updates).
     double planSeconds = 0, runSeconds = 0, updateSeconds = 0;
@@ -240,6 +281,7 @@ int dynb::runTrainCommand(Session &session, Session *dev,
                                             steps + 1, s.message()));
         updateSeconds += secondsSince(tu);
         ++steps;
+        progress.update(epoch, steps, totalSteps, trainLoss, secondsSince(t0));
       }
       correct = batched->predictions().correct;
       total = batched->predictions().total;
@@ -269,6 +311,7 @@ int dynb::runTrainCommand(Session &session, Session *dev,
         grad->setParams(params);
         updateSeconds += secondsSince(tu);
         ++steps;
+        progress.update(epoch, steps, totalSteps, trainLoss, secondsSince(t0));
       }
       correct = grad->predictions().correct;
       total = grad->predictions().total;
@@ -336,6 +379,7 @@ int dynb::runTrainCommand(Session &session, Session *dev,
       }
     if (llvm::Error e = writeSafetensors(o.savePath, tensors))
       return commandError(llvm::toString(std::move(e)));
+    progress.clear();
     llvm::outs() << line << "; saved " << o.savePath << "\n";
     llvm::outs().flush();
     epochs.push_back(std::move(figures));
