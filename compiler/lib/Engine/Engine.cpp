@@ -9,10 +9,13 @@
 //===----------------------------------------------------------------------===//
 #include "EngineModel.h"
 #include "dynb/Dialect/DynbOps.h"
-#include "dynb/Driver/ModelLoader.h"
+#include "dynb/Driver/BatchedGradient.h"
+#include "dynb/Driver/Session.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/ScopeExit.h"
 
 #include <chrono>
 #include <fmt/format.h>
@@ -25,7 +28,8 @@ struct EngineModel::Compiler {
   /// The loader's diagnostics, as dynbc would print them.
   std::string diagnostics;
   llvm::raw_string_ostream diagStream{diagnostics};
-  std::unique_ptr<ModelLoader> loader;
+  /// A Session, for the batched backward pass (Engine::gradient).
+  std::unique_ptr<Session> loader;
   /// Holds the single-op functions compiled for per-instance ops.
   OwningOpRef<ModuleOp> scratch;
 
@@ -63,7 +67,7 @@ Engine::load(const EngineOptions &options) {
   m.options = options;
   m.compiler = std::make_unique<EngineModel::Compiler>();
   EngineModel::Compiler &c = *m.compiler;
-  c.loader = std::make_unique<ModelLoader>(c.diagStream);
+  c.loader = std::make_unique<Session>(c.diagStream);
   ModelLoader &s = *c.loader;
   s.kernels().setObjectStore(KernelObjectStore::open(options.kernelCache));
   // Messages name the model by its path, or this for a model in memory.
@@ -235,3 +239,146 @@ EngineStats Engine::stats() const {
 }
 
 const EngineOptions &Engine::options() const { return model_->options; }
+
+rt::ParameterStore &Engine::parameters() {
+  return model_->compiler->loader->mutableParams();
+}
+
+/// The batch's instances as dynb.instance ops at the end of `module`, in
+/// instance order, discarded instances left out.
+static llvm::Error buildInstances(EngineModel &m, BatchData &d,
+                                  ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  Location loc = NameLoc::get(StringAttr::get(ctx, m.options.modelPath));
+  auto vec = [&](int64_t w) {
+    return RankedTensorType::get({w}, b.getF32Type());
+  };
+  auto sym = [&](const std::string &name) {
+    return FlatSymbolRefAttr::get(ctx, name);
+  };
+  std::vector<llvm::SmallVector<uint32_t, 0>> byInstance(d.instances.size());
+  for (auto [i, n] : llvm::enumerate(d.nodes))
+    byInstance[n->instance].push_back(uint32_t(i));
+  llvm::DenseMap<uint32_t, Operation *> opOf;
+  for (auto [index, inst] : llvm::enumerate(d.instances)) {
+    if (inst.discarded)
+      continue;
+    OpBuilder::InsertionGuard guard(b);
+    auto instance = b.create<InstanceOp>(loc);
+    b.setInsertionPointToStart(&instance.getBody().emplaceBlock());
+    auto value = [&](OperandRef r) {
+      return opOf[r.node]->getResult(r.result);
+    };
+    for (uint32_t id : byInstance[index]) {
+      const Node &n = *d.nodes[id];
+      SmallVector<mlir::Value, 4> operands;
+      for (unsigned k = 0; k < n.numOperands; ++k)
+        operands.push_back(value(n.operands[k]));
+      Operation *op = nullptr;
+      if (n.kind == NodeKind::Embedding) {
+        auto *p = static_cast<const ParamInfo *>(n.info);
+        if (p->shape.size() != 2)
+          return makeError(fmt::format(
+              "instance {}: the embedding of '{}' is not a vector; the "
+              "embedded API's backward pass differentiates vectors only",
+              index, p->name));
+        op = b.create<EmbeddingOp>(loc, vec(p->cols), sym(p->name),
+                                   b.getI64IntegerAttr(n.row));
+      } else if (n.kind == NodeKind::Call) {
+        auto *mod = static_cast<const ModuleInfo *>(n.info);
+        SmallVector<Type> results;
+        for (int64_t w : mod->resultWidths)
+          results.push_back(vec(w));
+        op = b.create<CallOp>(loc, results, sym(mod->name), operands);
+      } else {
+        auto *info = static_cast<const OpInfo *>(n.info);
+        if (info->kind == OpKind::Dispatch)
+          return makeError(fmt::format(
+              "instance {}: dispatch has no backward pass yet", index));
+        OperationState state(loc, std::string("dynb.") + opName(info->kind));
+        state.addOperands(operands);
+        state.addTypes(
+            vec(info->kind == OpKind::SoftmaxXent ? 1 : info->resultWidth));
+        if (info->kind == OpKind::Slice) {
+          state.addAttribute("offset", b.getI64IntegerAttr(info->a));
+          state.addAttribute("size", b.getI64IntegerAttr(info->b));
+        } else if (info->kind == OpKind::Linear) {
+          state.addAttribute("weight", sym(m.params[info->a].name));
+          if (info->b >= 0)
+            state.addAttribute("bias", sym(m.params[info->b].name));
+        } else if (info->kind == OpKind::SoftmaxXent) {
+          state.addAttribute("label", b.getI64IntegerAttr(n.row));
+        }
+        op = b.create(state);
+      }
+      opOf[id] = op;
+    }
+    SmallVector<mlir::Value, 2> outputs;
+    for (OperandRef r : inst.outputs)
+      outputs.push_back(value(r));
+    b.create<OutputOp>(loc, outputs);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<Gradients> Engine::gradient(Batch &batch) {
+  return gradient(batch, model_->options.strategy);
+}
+
+llvm::Expected<Gradients> Engine::gradient(Batch &batch,
+                                           BatchingStrategy strategy) {
+  BatchData &d = batch.data();
+  struct Reset {
+    BatchData &d;
+    ~Reset() { d.reset(); }
+  } reset{d};
+  EngineModel &m = *model_;
+  if (&d.engine != this)
+    return makeError("the batch was made for another engine");
+  if (!m.executor)
+    return makeError("this engine was loaded to plan only "
+                     "(EngineOptions::planOnly); it cannot run batches");
+  if (llvm::Error err = batch.error())
+    return std::move(err);
+  // MLIR is single-threaded, and the executor's thread team is shared.
+  std::lock_guard<std::mutex> compileLock(m.compileMutex);
+  std::lock_guard<std::mutex> runLock(m.runMutex);
+  EngineModel::Compiler &c = *m.compiler;
+  Session &session = *c.loader;
+  ModuleOp module = session.module();
+  // The instances live in the session's module only while the backward
+  // module is made from them.
+  auto eraseInstances = llvm::make_scope_exit([&] {
+    for (InstanceOp inst :
+         llvm::make_early_inc_range(module.getOps<InstanceOp>()))
+      inst.erase();
+  });
+  if (llvm::Error err = buildInstances(m, d, module))
+    return std::move(err);
+  if (failed(verify(module)))
+    return c.takeError("the batch is not a valid graph");
+  FailureOr<std::unique_ptr<BatchedGradient>> backward =
+      BatchedGradient::create(session, session.params(), m.options.threads);
+  if (failed(backward))
+    return c.takeError("cannot differentiate the batch");
+  std::vector<size_t> order((*backward)->numInstances());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  RunResult counts;
+  FailureOr<std::vector<rt::Plan>> plans =
+      (*backward)->plan(order, 0, strategy, counts);
+  if (failed(plans))
+    return c.takeError("cannot plan the batch's backward pass");
+  Gradients out;
+  for (const rt::Plan &plan : *plans) {
+    FailureOr<double> loss = (*backward)->run(plan, /*accumulate=*/true);
+    if (failed(loss))
+      return c.takeError("the batch's backward pass failed");
+    out.loss += *loss;
+  }
+  out.values = (*backward)->gradients();
+  out.launches = counts.launches;
+  out.lowerBound = counts.lowerBound;
+  return out;
+}

@@ -7,6 +7,9 @@
 //===----------------------------------------------------------------------===//
 #include "EngineTestUtils.h"
 
+#include "dynb/Reference/ReferenceGradient.h"
+#include "dynb/Runtime/Optimizer.h"
+
 using namespace dynb;
 using namespace dynb::test;
 
@@ -50,6 +53,57 @@ struct Twin {
   }
 };
 
+/// Builds kInstances instances mixing every per-instance op with calls of
+/// @mix and losses into `batch`, and returns them as interchange JSON.
+std::string buildOpsBatch(Engine &engine, Batch &batch, int kInstances) {
+  Param E = llvm::cantFail(engine.param("E"));
+  Param W = llvm::cantFail(engine.param("W"));
+  Param b = llvm::cantFail(engine.param("b"));
+  Module mix = llvm::cantFail(engine.module("mix"));
+  std::string instances;
+  for (int i = 0; i < kInstances; ++i) {
+    Instance inst = batch.addInstance();
+    Twin t(inst);
+    Value x = t.embedding(E, i % 10);
+    Value y = t.node(inst.linear(x, W, b),
+                     fmt::format(R"("op":"linear","inputs":[{}],)"
+                                 R"("weight":"W","bias":"b")",
+                                 t.ref(x)));
+    Value z = t.unary("tanh", inst.tanh(y), y);
+    // A loss on the linear's logits: not an output, still in the loss.
+    t.node(inst.softmaxXent(y, i % 4),
+           fmt::format(R"("op":"softmax_xent","inputs":[{}],"label":{})",
+                       t.ref(y), i % 4));
+    Value sl =
+        t.node(inst.slice(x, 1, 4), fmt::format(R"("op":"slice","inputs":[{}],)"
+                                                R"("offset":1,"size":4)",
+                                                t.ref(x)));
+    Value r = t.unary("relu", inst.relu(sl), sl);
+    Value a = t.binary("add", inst.add(z, r), z, r);
+    Value s = t.unary("sigmoid", inst.sigmoid(sl), sl);
+    Value g = t.unary("neg", inst.neg(s), s);
+    Value c = t.binary("concat", inst.concat({a, g}), a, g);
+    std::string second;
+    if (i % 2) {
+      auto m = inst.call(mix, {x, a});
+      t.node(m[0], fmt::format(R"("op":"call","module":"mix","inputs":[{},{}])",
+                               t.ref(x), t.ref(a)));
+      inst.output(c);
+      inst.output(m[0]);
+      second = "[" + t.ref(m[0]) + ",0]";
+    } else {
+      Value p = t.binary("mul", inst.mul(a, z), a, z);
+      inst.output(c);
+      inst.output(p);
+      second = t.ref(p);
+    }
+    instances +=
+        (i ? "," : "") + fmt::format(R"({{"nodes":[{}],"outputs":[{},{}]}})",
+                                     t.json, t.ref(c), second);
+  }
+  return instances;
+}
+
 TEST(EngineOps, EveryPerInstanceOpAndCallsMatchReference) {
   constexpr int kInstances = 23;
   std::string modelPath =
@@ -60,56 +114,10 @@ TEST(EngineOps, EveryPerInstanceOpAndCallsMatchReference) {
   o.seed = 7;
   auto engine = Engine::load(o);
   ASSERT_TRUE(bool(engine)) << llvm::toString(engine.takeError());
-  Param E = llvm::cantFail((*engine)->param("E"));
-  Param W = llvm::cantFail((*engine)->param("W"));
-  Param b = llvm::cantFail((*engine)->param("b"));
-  Module mix = llvm::cantFail((*engine)->module("mix"));
-
   for (BatchingStrategy s : {BatchingStrategy::None, BatchingStrategy::Depth,
                              BatchingStrategy::Agenda}) {
     Batch batch(**engine);
-    std::string instances;
-    for (int i = 0; i < kInstances; ++i) {
-      Instance inst = batch.addInstance();
-      Twin t(inst);
-      Value x = t.embedding(E, i % 10);
-      Value y = t.node(inst.linear(x, W, b),
-                       fmt::format(R"("op":"linear","inputs":[{}],)"
-                                   R"("weight":"W","bias":"b")",
-                                   t.ref(x)));
-      Value z = t.unary("tanh", inst.tanh(y), y);
-      // A loss on the linear's logits: not an output, still in the loss.
-      t.node(inst.softmaxXent(y, i % 4),
-             fmt::format(R"("op":"softmax_xent","inputs":[{}],"label":{})",
-                         t.ref(y), i % 4));
-      Value sl = t.node(inst.slice(x, 1, 4),
-                        fmt::format(R"("op":"slice","inputs":[{}],)"
-                                    R"("offset":1,"size":4)",
-                                    t.ref(x)));
-      Value r = t.unary("relu", inst.relu(sl), sl);
-      Value a = t.binary("add", inst.add(z, r), z, r);
-      Value s = t.unary("sigmoid", inst.sigmoid(sl), sl);
-      Value g = t.unary("neg", inst.neg(s), s);
-      Value c = t.binary("concat", inst.concat({a, g}), a, g);
-      std::string second;
-      if (i % 2) {
-        auto m = inst.call(mix, {x, a});
-        t.node(m[0],
-               fmt::format(R"("op":"call","module":"mix","inputs":[{},{}])",
-                           t.ref(x), t.ref(a)));
-        inst.output(c);
-        inst.output(m[0]);
-        second = "[" + t.ref(m[0]) + ",0]";
-      } else {
-        Value p = t.binary("mul", inst.mul(a, z), a, z);
-        inst.output(c);
-        inst.output(p);
-        second = t.ref(p);
-      }
-      instances +=
-          (i ? "," : "") + fmt::format(R"({{"nodes":[{}],"outputs":[{},{}]}})",
-                                       t.json, t.ref(c), second);
-    }
+    std::string instances = buildOpsBatch(**engine, batch, kInstances);
     std::string refPath =
         writeTemp("ops.json", std::string(R"({"dynb":1,"model":)") + kModel +
                                   R"(,"instances":[)" + instances + "]}");
@@ -143,6 +151,78 @@ TEST(EngineOps, EveryPerInstanceOpAndCallsMatchReference) {
   // One kernel per op signature, compiled on first use and reused by the
   // next batches.
   EXPECT_EQ((*engine)->stats().opKernelsCompiled, 9u);
+  llvm::sys::fs::remove(modelPath);
+}
+
+// The embedded API's backward pass: the same graphs' gradients, batched by
+// every strategy, against the reference gradient on the JSON; an optimizer
+// step on Engine::parameters() changes what the next batch computes.
+TEST(EngineOps, GradientOfEveryOpMatchesTheReferenceGradient) {
+  constexpr int kInstances = 11;
+  std::string modelPath =
+      writeTemp("grad-model.json", std::string(R"({"dynb":1,"model":)") +
+                                       kModel + R"(,"instances":[]})");
+  EngineOptions o;
+  o.modelPath = modelPath;
+  o.seed = 7;
+  auto engine = Engine::load(o);
+  ASSERT_TRUE(bool(engine)) << llvm::toString(engine.takeError());
+  for (BatchingStrategy s : {BatchingStrategy::None, BatchingStrategy::Depth,
+                             BatchingStrategy::Agenda}) {
+    Batch batch(**engine);
+    std::string instances = buildOpsBatch(**engine, batch, kInstances);
+    std::string refPath =
+        writeTemp("grad.json", std::string(R"({"dynb":1,"model":)") + kModel +
+                                   R"(,"instances":[)" + instances + "]}");
+    Session session;
+    ASSERT_TRUE(succeeded(session.loadGraphs(refPath)));
+    ASSERT_FALSE(bool(session.seedParams(7)));
+    ReferenceGradient ref(session.module(), session.params());
+    double refLoss = 0;
+    for (InstanceOp inst : session.module().getOps<InstanceOp>()) {
+      mlir::FailureOr<double> l = ref.accumulate(inst);
+      ASSERT_TRUE(succeeded(l));
+      refLoss += *l;
+    }
+    auto got = (*engine)->gradient(batch, s);
+    ASSERT_TRUE(bool(got)) << llvm::toString(got.takeError());
+    EXPECT_NEAR(got->loss, refLoss, 1e-4 * std::abs(refLoss));
+    EXPECT_GE(got->launches, got->lowerBound);
+    EXPECT_EQ(batch.numInstances(), 0u) << "the batch is spent";
+    for (const auto &[name, want] : ref.gradients()) {
+      const rt::ParamTensor *t = got->values.find(name);
+      ASSERT_TRUE(t) << name;
+      ASSERT_EQ(t->data.size(), want.size()) << name;
+      double scale = 1e-6;
+      for (double w : want)
+        scale = std::max(scale, std::abs(w));
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(t->data[i], want[i], 1e-5 * scale)
+            << name << "[" << i << "] (" << toString(s).str() << ")";
+    }
+    llvm::sys::fs::remove(refPath);
+  }
+
+  // A step on the engine's parameters lowers the next batch's loss.
+  rt::Optimizer sgd({rt::OptimizerOptions::Kind::Sgd, 0.01f});
+  Batch first(**engine);
+  buildOpsBatch(**engine, first, kInstances);
+  auto before = (*engine)->gradient(first);
+  ASSERT_TRUE(bool(before)) << llvm::toString(before.takeError());
+  ASSERT_TRUE(sgd.step((*engine)->parameters(), before->values).isOk());
+  Batch again(**engine);
+  buildOpsBatch(**engine, again, kInstances);
+  auto after = (*engine)->run(again);
+  ASSERT_TRUE(bool(after)) << llvm::toString(after.takeError());
+  EXPECT_LT(after->loss(), before->loss);
+
+  // A batch with a recorded misuse is an error and runs nothing.
+  Batch bad(**engine);
+  Instance inst = bad.addInstance();
+  inst.output(inst.tanh(Value{}));
+  auto refused = (*engine)->gradient(bad);
+  ASSERT_FALSE(bool(refused));
+  llvm::consumeError(refused.takeError());
   llvm::sys::fs::remove(modelPath);
 }
 

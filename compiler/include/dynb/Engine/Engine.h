@@ -17,6 +17,7 @@
 #include "dynb/Engine/Batch.h"
 #include "dynb/Engine/Results.h"
 #include "dynb/JIT/KernelObjectStore.h"
+#include "dynb/Runtime/ParameterStore.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -59,6 +60,17 @@ struct EngineOptions {
   KernelCacheOptions kernelCache;
 };
 
+/// The gradient of a batch's summed loss (Engine::gradient).
+struct Gradients {
+  /// The sum of every loss node of the batch's instances.
+  double loss = 0;
+  /// One F32 tensor per parameter of the model, of its shape, under its
+  /// name (zeros where no loss depends on it).
+  rt::ParameterStore values;
+  /// Launches of the forward and backward nodes, and their lower bound.
+  uint64_t launches = 0, lowerBound = 0;
+};
+
 /// What the engine compiled and how long that took.
 struct EngineStats {
   unsigned modulesCompiled = 0; // at load, by the JIT
@@ -93,6 +105,20 @@ public:
   /// the first misuse recorded while the batch was built.
   llvm::Expected<Results> run(Batch &batch);
   llvm::Expected<Results> run(Batch &batch, BatchingStrategy strategy);
+
+  /// The gradient of the sum of every loss node (Instance::softmaxXent)
+  /// of `batch`'s instances with respect to every parameter: the batched
+  /// backward pass of `dynbc grad` (docs/training.md), the instances'
+  /// backward nodes batched with their forward ones by the engine's
+  /// default strategy (or `strategy`). Discarded instances take no part.
+  /// The batch is emptied either way. It goes through MLIR (dynb-grad,
+  /// dynb-backward, dynb-batch), so it costs more a node than run().
+  llvm::Expected<Gradients> gradient(Batch &batch);
+  llvm::Expected<Gradients> gradient(Batch &batch, BatchingStrategy strategy);
+  /// The parameters every run reads, for an optimizer step between batches
+  /// (rt::Optimizer::step(parameters(), gradients.values)); not while
+  /// another thread runs a batch.
+  rt::ParameterStore &parameters();
 
   EngineStats stats() const;
   const EngineOptions &options() const;
