@@ -6,6 +6,7 @@
 // forward pass (docs/training.md).
 //
 //===----------------------------------------------------------------------===//
+#include "dynb/Transforms/AdjointRules.h"
 #include "dynb/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -151,48 +152,10 @@ LogicalResult InstanceBackward::differentiate(Operation *op) {
                                               lin.getWeightAttr()));
     return success();
   }
-  if (isa<AddOp>(op)) {
-    accumulate(op->getOperand(0), dy);
-    accumulate(op->getOperand(1), dy);
+  if (buildLocalAdjoint(
+          b, op, dy, [](Value v) { return v; },
+          [&](Value x, Value d) { accumulate(x, d); }))
     return success();
-  }
-  if (isa<MulOp>(op)) {
-    Value x = op->getOperand(0), y = op->getOperand(1);
-    accumulate(x, b.create<MulOp>(loc, dy, y));
-    accumulate(y, b.create<MulOp>(loc, dy, x));
-    return success();
-  }
-  if (isa<NegOp>(op)) {
-    accumulate(op->getOperand(0), b.create<NegOp>(loc, dy));
-    return success();
-  }
-  if (isa<SigmoidOp>(op)) {
-    accumulate(op->getOperand(0),
-               b.create<SigmoidGradOp>(loc, op->getResult(0), dy));
-    return success();
-  }
-  if (isa<TanhOp>(op)) {
-    accumulate(op->getOperand(0),
-               b.create<TanhGradOp>(loc, op->getResult(0), dy));
-    return success();
-  }
-  if (isa<ReluOp>(op)) {
-    accumulate(op->getOperand(0),
-               b.create<ReluGradOp>(loc, op->getOperand(0), dy));
-    return success();
-  }
-  if (auto concat = dyn_cast<ConcatOp>(op)) {
-    int64_t offset = 0;
-    for (Value in : concat.getInputs()) {
-      auto type = cast<RankedTensorType>(in.getType());
-      int64_t width = type.getShape().back();
-      accumulate(in,
-                 b.create<SliceOp>(loc, type, dy, b.getI64IntegerAttr(offset),
-                                   b.getI64IntegerAttr(width)));
-      offset += width;
-    }
-    return success();
-  }
   if (auto slice = dyn_cast<SliceOp>(op)) {
     Value x = slice.getInput();
     accumulate(x, b.create<PadOp>(

@@ -1,4 +1,5 @@
 //===- DifferentiateModules.cpp - Forward and adjoint modules (dynb-grad) -===//
+#include "dynb/Transforms/AdjointRules.h"
 #include "dynb/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -123,49 +124,10 @@ LogicalResult AdjointBuilder::differentiate(Operation *op, Value dy) {
     results.push_back(dy);
     return success();
   }
-  if (isa<AddOp>(op)) {
-    accumulate(op->getOperand(0), dy);
-    accumulate(op->getOperand(1), dy);
+  if (buildLocalAdjoint(
+          b, op, dy, [&](Value v) { return savedValue(v); },
+          [&](Value x, Value d) { accumulate(x, d); }))
     return success();
-  }
-  if (isa<MulOp>(op)) {
-    Value x = op->getOperand(0), y = op->getOperand(1);
-    Value sx = savedValue(x), sy = savedValue(y);
-    accumulate(x, b.create<MulOp>(loc, dy, sy));
-    accumulate(y, b.create<MulOp>(loc, dy, sx));
-    return success();
-  }
-  if (isa<NegOp>(op)) {
-    accumulate(op->getOperand(0), b.create<NegOp>(loc, dy));
-    return success();
-  }
-  if (isa<SigmoidOp>(op)) {
-    accumulate(op->getOperand(0),
-               b.create<SigmoidGradOp>(loc, savedValue(op->getResult(0)), dy));
-    return success();
-  }
-  if (isa<TanhOp>(op)) {
-    accumulate(op->getOperand(0),
-               b.create<TanhGradOp>(loc, savedValue(op->getResult(0)), dy));
-    return success();
-  }
-  if (isa<ReluOp>(op)) {
-    accumulate(op->getOperand(0),
-               b.create<ReluGradOp>(loc, savedValue(op->getOperand(0)), dy));
-    return success();
-  }
-  if (auto concat = dyn_cast<ConcatOp>(op)) {
-    int64_t offset = 0;
-    for (Value in : concat.getInputs()) {
-      auto type = cast<RankedTensorType>(in.getType());
-      int64_t width = type.getShape().back();
-      accumulate(in,
-                 b.create<SliceOp>(loc, type, dy, b.getI64IntegerAttr(offset),
-                                   b.getI64IntegerAttr(width)));
-      offset += width;
-    }
-    return success();
-  }
   if (auto slice = dyn_cast<SliceOp>(op)) {
     // Held until x's adjoint is read: slices that tile x become one concat.
     pendingSlices[slice.getInput()].push_back(
