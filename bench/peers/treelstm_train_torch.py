@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from safetensors_io import read_safetensors  # noqa: E402
-from treelstm_torch import TreeLstm, level_plan  # noqa: E402
+from treelstm_torch import TreeLstm, level_plan, read_graphs  # noqa: E402
 
 MASK = (1 << 64) - 1
 
@@ -54,30 +54,27 @@ def dynbc_order(n, seed, epoch):
 
 
 def read_labelled(path):
-    """Per instance, its tree in post-order ((word,) or (left, right)) and
-    each tree node's sentiment label."""
+    """Per instance, its tree (read_graphs': post-order, (word,) or (left,
+    right)) and each tree node's sentiment label."""
+    _, trees = read_graphs(path)
     with open(path) as f:
         lines = [json.loads(l) for l in f if l.strip()]
-    trees = []
-    for inst in lines[1:]:
+    out = []
+    for tree, inst in zip(trees, lines[1:]):
         nodes = inst["nodes"]
-        tree, tree_of, labels = [], {}, {}
-        for i, n in enumerate(nodes):
-            refs = [r[0] if isinstance(r, list) else r for r in n.get("inputs", [])]
-            if n["op"] == "call":
-                tree_of[i] = len(tree)
-                if n["module"] == "leaf":
-                    tree.append((nodes[refs[0]]["index"],))
-                else:
-                    tree.append((tree_of[refs[0]], tree_of[refs[2]]))
-            elif n["op"] == "softmax_xent":
-                logits = nodes[refs[0]]
-                h = logits["inputs"][0]
+        # Tree nodes are the calls, in order; a label's softmax_xent reads
+        # a linear of its call's h.
+        tree_of = {i: k for k, i in enumerate(
+            i for i, n in enumerate(nodes) if n["op"] == "call")}
+        labels = {}
+        for n in nodes:
+            if n["op"] == "softmax_xent":
+                h = nodes[n["inputs"][0]]["inputs"][0]
                 labels[tree_of[h[0] if isinstance(h, list) else h]] = n["label"]
         if len(labels) != len(tree):
             raise SystemExit("%s: not every tree node has a label (sst2dynb --labels)" % path)
-        trees.append((tree, [labels[k] for k in range(len(tree))]))
-    return trees
+        out.append((tree, [labels[k] for k in range(len(tree))]))
+    return out
 
 
 def main(argv):
@@ -146,28 +143,25 @@ def main(argv):
 
     fwd = bwd = upd = 0.0
     total = 0.0
+
+    def forward_backward(loss_fn):
+        nonlocal fwd, bwd, total
+        t0 = time.perf_counter()
+        loss = loss_fn()
+        t1 = time.perf_counter()
+        loss.backward()
+        fwd += t1 - t0
+        bwd += time.perf_counter() - t1
+        total += float(loss)
+
     start = time.perf_counter()
     for k, batch in enumerate(batches):
         opt.zero_grad(set_to_none=False)
         if args.mode == "eager":
             for tree, labels in batch:
-                t0 = time.perf_counter()
-                loss = tree_loss(tree, labels)
-                t1 = time.perf_counter()
-                loss.backward()
-                t2 = time.perf_counter()
-                fwd += t1 - t0
-                bwd += t2 - t1
-                total += float(loss)
+                forward_backward(lambda: tree_loss(tree, labels))
         else:
-            t0 = time.perf_counter()
-            loss = level_loss(k)
-            t1 = time.perf_counter()
-            loss.backward()
-            t2 = time.perf_counter()
-            fwd += t1 - t0
-            bwd += t2 - t1
-            total += float(loss)
+            forward_backward(lambda: level_loss(k))
         t2 = time.perf_counter()
         opt.step()
         upd += time.perf_counter() - t2

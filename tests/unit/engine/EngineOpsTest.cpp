@@ -104,23 +104,30 @@ std::string buildOpsBatch(Engine &engine, Batch &batch, int kInstances) {
   return instances;
 }
 
+/// kModel with these instances (JSON), as a file.
+std::string opsFile(const std::string &name, const std::string &instances) {
+  return writeTemp(name, std::string(R"({"dynb":1,"model":)") + kModel +
+                             R"(,"instances":[)" + instances + "]}");
+}
+
+/// An engine on kModel, seeded with 7.
+llvm::Expected<std::unique_ptr<Engine>> opsEngine(const std::string &path) {
+  EngineOptions o;
+  o.modelPath = path;
+  o.seed = 7;
+  return Engine::load(o);
+}
+
 TEST(EngineOps, EveryPerInstanceOpAndCallsMatchReference) {
   constexpr int kInstances = 23;
-  std::string modelPath =
-      writeTemp("ops-model.json", std::string(R"({"dynb":1,"model":)") +
-                                      kModel + R"(,"instances":[]})");
-  EngineOptions o;
-  o.modelPath = modelPath;
-  o.seed = 7;
-  auto engine = Engine::load(o);
+  std::string modelPath = opsFile("ops-model.json", "");
+  auto engine = opsEngine(modelPath);
   ASSERT_TRUE(bool(engine)) << llvm::toString(engine.takeError());
   for (BatchingStrategy s : {BatchingStrategy::None, BatchingStrategy::Depth,
                              BatchingStrategy::Agenda}) {
     Batch batch(**engine);
     std::string instances = buildOpsBatch(**engine, batch, kInstances);
-    std::string refPath =
-        writeTemp("ops.json", std::string(R"({"dynb":1,"model":)") + kModel +
-                                  R"(,"instances":[)" + instances + "]}");
+    std::string refPath = opsFile("ops.json", instances);
     Session session;
     ASSERT_TRUE(succeeded(session.loadGraphs(refPath)));
     ASSERT_FALSE(bool(session.seedParams(7)));
@@ -159,21 +166,14 @@ TEST(EngineOps, EveryPerInstanceOpAndCallsMatchReference) {
 // step on Engine::parameters() changes what the next batch computes.
 TEST(EngineOps, GradientOfEveryOpMatchesTheReferenceGradient) {
   constexpr int kInstances = 11;
-  std::string modelPath =
-      writeTemp("grad-model.json", std::string(R"({"dynb":1,"model":)") +
-                                       kModel + R"(,"instances":[]})");
-  EngineOptions o;
-  o.modelPath = modelPath;
-  o.seed = 7;
-  auto engine = Engine::load(o);
+  std::string modelPath = opsFile("grad-model.json", "");
+  auto engine = opsEngine(modelPath);
   ASSERT_TRUE(bool(engine)) << llvm::toString(engine.takeError());
   for (BatchingStrategy s : {BatchingStrategy::None, BatchingStrategy::Depth,
                              BatchingStrategy::Agenda}) {
     Batch batch(**engine);
     std::string instances = buildOpsBatch(**engine, batch, kInstances);
-    std::string refPath =
-        writeTemp("grad.json", std::string(R"({"dynb":1,"model":)") + kModel +
-                                   R"(,"instances":[)" + instances + "]}");
+    std::string refPath = opsFile("grad.json", instances);
     Session session;
     ASSERT_TRUE(succeeded(session.loadGraphs(refPath)));
     ASSERT_FALSE(bool(session.seedParams(7)));

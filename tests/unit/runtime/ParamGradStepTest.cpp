@@ -53,6 +53,25 @@ struct GradPlan {
   }
 };
 
+/// W's and b's gradients after one run from 0.5 everywhere: 0.5 + dyᵀ x
+/// and 0.5 + the column sums of dy, in double.
+void expectLinearGradients(const GradPlan &gp) {
+  const std::vector<float> &w = gp.grads.find("W")->data;
+  const std::vector<float> &b = gp.grads.find("b")->data;
+  for (int64_t r = 0; r < gp.n; ++r) {
+    double bsum = 0.5;
+    for (int64_t i = 0; i < gp.m; ++i)
+      bsum += gp.dy[i * gp.n + r];
+    EXPECT_NEAR(b[r], bsum, 1e-4);
+    for (int64_t c = 0; c < gp.k; ++c) {
+      double want = 0.5;
+      for (int64_t i = 0; i < gp.m; ++i)
+        want += double(gp.dy[i * gp.n + r]) * gp.x[i * gp.k + c];
+      ASSERT_NEAR(w[r * gp.k + c], want, 1e-4) << r << "," << c;
+    }
+  }
+}
+
 } // namespace
 
 TEST(ParamGradStep, AddsDyTransposeXAndColumnSumsToTheGradients) {
@@ -65,20 +84,8 @@ TEST(ParamGradStep, AddsDyTransposeXAndColumnSumsToTheGradients) {
   Status v = executor.validate(gp.plan);
   ASSERT_TRUE(v.isOk()) << v.message();
   ASSERT_TRUE(executor.run(gp.plan).isOk());
-  const std::vector<float> &w = gp.grads.find("W")->data;
+  expectLinearGradients(gp);
   const std::vector<float> &b = gp.grads.find("b")->data;
-  for (int64_t r = 0; r < gp.n; ++r) {
-    double bsum = 0.5;
-    for (int64_t i = 0; i < gp.m; ++i)
-      bsum += gp.dy[i * gp.n + r];
-    EXPECT_NEAR(b[r], bsum, 1e-4);
-    for (int64_t c = 0; c < gp.k; ++c) {
-      double want = 0.5;
-      for (int64_t i = 0; i < gp.m; ++i)
-        want += double(gp.dy[i * gp.n + r]) * gp.x[i * gp.k + c];
-      EXPECT_NEAR(w[r * gp.k + c], want, 1e-4) << r << "," << c;
-    }
-  }
   // Table rows 4 (twice, summed) and 0; the others keep their 0.5.
   const std::vector<float> &e = gp.grads.find("E")->data;
   for (int64_t c = 0; c < gp.n; ++c) {
@@ -99,20 +106,7 @@ TEST(ParamGradStep, LargeWeightsTakeTheGemmAndGiveTheSameSums) {
   Executor executor(gp.params);
   executor.setGradients(&gp.grads);
   ASSERT_TRUE(executor.run(gp.plan).isOk());
-  const std::vector<float> &w = gp.grads.find("W")->data;
-  const std::vector<float> &b = gp.grads.find("b")->data;
-  for (int64_t r = 0; r < gp.n; ++r) {
-    double bsum = 0.5;
-    for (int64_t i = 0; i < gp.m; ++i)
-      bsum += gp.dy[i * gp.n + r];
-    EXPECT_NEAR(b[r], bsum, 1e-4);
-    for (int64_t c = 0; c < gp.k; ++c) {
-      double want = 0.5;
-      for (int64_t i = 0; i < gp.m; ++i)
-        want += double(gp.dy[i * gp.n + r]) * gp.x[i * gp.k + c];
-      ASSERT_NEAR(w[r * gp.k + c], want, 1e-4) << r << "," << c;
-    }
-  }
+  expectLinearGradients(gp);
 }
 
 TEST(ParamGradStep, SameBitsOnOneAndTwoThreads) {
