@@ -39,6 +39,24 @@ void momentumRow(float *__restrict p, float *__restrict v,
   }
 }
 
+/// The sum of squares in double, in eight independent lanes so that the
+/// pass is not one long chain of dependent additions (the same order every
+/// time, so the same bits).
+double sumOfSquares(const float *__restrict g, size_t n) {
+  constexpr size_t kLanes = 8;
+  double lane[kLanes] = {};
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (size_t l = 0; l < kLanes; ++l)
+      lane[l] += double(g[i + l]) * g[i + l];
+  double sum = 0;
+  for (; i < n; ++i)
+    sum += double(g[i]) * g[i];
+  for (double v : lane)
+    sum += v;
+  return sum;
+}
+
 void sgdRow(float *__restrict p, const float *__restrict g, size_t n,
             float scale, float lr) {
   for (size_t i = 0; i < n; ++i)
@@ -64,13 +82,16 @@ Status Optimizer::step(ParameterStore &params,
       return Status::error(fmt::format(
           "gradient '{}' has shape [{}] but the parameter has [{}]", name,
           fmt::join(g->shape, ", "), fmt::join(p->shape, ", ")));
-    for (size_t i = 0; i < g->data.size(); ++i) {
-      if (!std::isfinite(g->data[i]))
-        return Status::error(fmt::format(
-            "gradient '{}' holds {} at element {}; the step is refused", name,
-            g->data[i], i));
-      sumSquares += double(g->data[i]) * g->data[i];
-    }
+    // A NaN or Inf makes the sum non-finite (finite floats' squares cannot
+    // overflow a double's sum); only then are the elements searched.
+    double sum = sumOfSquares(g->data.data(), g->data.size());
+    if (!std::isfinite(sum))
+      for (size_t i = 0; i < g->data.size(); ++i)
+        if (!std::isfinite(g->data[i]))
+          return Status::error(fmt::format(
+              "gradient '{}' holds {} at element {}; the step is refused", name,
+              g->data[i], i));
+    sumSquares += sum;
   }
   lastNorm_ = std::sqrt(sumSquares);
   float scale = 1;
