@@ -122,6 +122,13 @@ static cl::opt<double> relTolerance("rtol",
                                     cl::desc("Relative tolerance of --check"),
                                     cl::init(1e-3), cl::sub(runCmd),
                                     cl::cat(dynbCat));
+static cl::opt<std::string> dotPath(
+    "dot",
+    cl::desc("Also write the first batch's schedule under the first "
+             "strategy as Graphviz DOT: a node per op in a box per "
+             "instance, labelled and coloured by its launch, an edge per "
+             "dependency"),
+    cl::value_desc("file.dot"), cl::sub(statsCmd), cl::cat(dynbCat));
 static cl::opt<std::string> npyPath(
     "output",
     cl::desc("Write the outputs of the first strategy as .npy: one row an "
@@ -327,7 +334,7 @@ int main(int argc, char **argv) {
       "  dynbc run IN (--params P.safetensors | --seed N) [--strategy=S,...] "
       "[--batch-size N] [--stream] [--check] [--output OUT.npy] "
       "[--device=cpu|cuda]\n"
-      "  dynbc stats IN [--strategy=S,...] [--batch-size N]\n"
+      "  dynbc stats IN [--strategy=S,...] [--batch-size N] [--dot OUT.dot]\n"
       "  dynbc grad IN (--params P.safetensors | --seed N) [--strategy=S] "
       "[--batch-size N] -o GRADS.safetensors\n"
       "  dynbc train IN [--dev DEV] (--params P.safetensors | --seed N) "
@@ -373,7 +380,7 @@ int main(int argc, char **argv) {
     return runCompileCommand(
         session, {names, batchSize, emit, {gpuChip, gpuFeatures}, outputPath});
   if (statsCmd)
-    return runStatsCommand(session, {names, batchSize});
+    return runStatsCommand(session, {names, batchSize, dotPath});
   if (trainCmd) {
     TrainCommandOptions train;
     train.inputPath = inputPath;

@@ -20,9 +20,7 @@ int dynb::commandError(const llvm::Twine &msg) {
   return 1;
 }
 
-namespace {
-
-int writeText(llvm::StringRef path, const std::string &text) {
+int dynb::writeText(llvm::StringRef path, const std::string &text) {
   if (llvm::Error e =
           llvm::writeToOutput(path, [&](llvm::raw_ostream &os) -> llvm::Error {
             os << text;
@@ -31,6 +29,8 @@ int writeText(llvm::StringRef path, const std::string &text) {
     return commandError(llvm::toString(std::move(e)));
   return 0;
 }
+
+namespace {
 
 /// --emit=gpu and --emit=ptx of one module's kernels. PTX modules are
 /// separated by comment lines naming them (tests/lit/dynbc/Inputs/split-ptx.py

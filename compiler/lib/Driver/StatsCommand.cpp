@@ -1,9 +1,12 @@
 //===- StatsCommand.cpp - dynbc stats: signatures, launches and bounds ----===//
 #include "dynb/Analysis/Signature.h"
+#include "dynb/Batching/BatchingGraph.h"
+#include "dynb/Batching/Scheduler.h"
 #include "dynb/Driver/Commands.h"
 #include "dynb/Driver/StrategyList.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <fmt/format.h>
@@ -39,6 +42,73 @@ ScheduleSummary summarize(ModuleOp batched) {
   return s;
 }
 
+/// The first `batchSize` instances (all when 0) as the batching library
+/// sees them, scheduled by `strategy`, as Graphviz DOT: a node per op, in
+/// a cluster per instance, labelled with its launch and signature and
+/// filled with its launch's colour (12 colours, in launch order); an edge
+/// per dependency.
+std::string scheduleDot(ModuleOp module, int64_t batchSize,
+                        BatchingStrategy strategy) {
+  BatchingGraph graph;
+  SignatureTable sigs;
+  llvm::SmallVector<Operation *, 0> nodes;
+  llvm::SmallVector<uint32_t, 0> instanceOf;
+  llvm::DenseMap<Operation *, NodeId> nodeOf;
+  llvm::SmallVector<NodeId, 4> deps;
+  int64_t instances = 0;
+  for (InstanceOp inst : module.getOps<InstanceOp>()) {
+    if (batchSize && instances == batchSize)
+      break;
+    for (Operation &op : inst.getBody().front().without_terminator()) {
+      deps.clear();
+      for (Value v : op.getOperands())
+        if (Operation *def = v.getDefiningOp())
+          deps.push_back(nodeOf.lookup(def));
+      llvm::sort(deps);
+      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+      nodeOf[&op] = graph.addNode(sigs.intern(&op), deps);
+      nodes.push_back(&op);
+      instanceOf.push_back(uint32_t(instances));
+    }
+    ++instances;
+  }
+  BatchingPlan plan = scheduleBatches(graph, strategy);
+  llvm::SmallVector<size_t, 0> launchOf(nodes.size());
+  for (size_t g = 0; g < plan.numGroups(); ++g)
+    for (NodeId n : plan.group(g))
+      launchOf[n] = g;
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << fmt::format("// dynbc stats --dot: {} instances, {} nodes, {} "
+                    "launches ({}), lower bound {}\n",
+                    instances, nodes.size(), plan.numGroups(),
+                    toString(strategy).str(), launchLowerBound(graph));
+  os << "digraph schedule {\n  rankdir=BT;\n  node [shape=box, "
+        "style=filled, colorscheme=set312, fontsize=10];\n";
+  for (int64_t i = 0; i < instances; ++i) {
+    os << fmt::format("  subgraph cluster_{} {{\n    label=\"instance "
+                      "{}\";\n",
+                      i, i);
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      if (instanceOf[n] != uint32_t(i))
+        continue;
+      // The op and what tells its signature apart (callee, table, weight).
+      std::string what = nodes[n]->getName().stripDialect().str();
+      llvm::raw_string_ostream whatOs(what);
+      if (auto batchable = dyn_cast<BatchableOpInterface>(nodes[n]))
+        batchable.describeSignature(whatOs);
+      os << fmt::format("    n{} [label=\"L{}: {}\", fillcolor={}];\n", n,
+                        launchOf[n], whatOs.str(), launchOf[n] % 12 + 1);
+    }
+    os << "  }\n";
+  }
+  for (size_t n = 0; n < nodes.size(); ++n)
+    for (NodeId d : graph.deps(NodeId(n)))
+      os << fmt::format("  n{} -> n{};\n", d, n);
+  os << "}\n";
+  return out;
+}
+
 } // namespace
 
 int dynb::runStatsCommand(Session &session,
@@ -46,6 +116,12 @@ int dynb::runStatsCommand(Session &session,
   auto strats = parseStrategyList(options.strategies, /*single=*/false);
   if (!strats)
     return commandError(llvm::toString(strats.takeError()));
+  if (!options.dotPath.empty()) {
+    std::string dot =
+        scheduleDot(session.module(), options.batchSize, strats->front());
+    if (int rc = writeText(options.dotPath, dot))
+      return rc;
+  }
   SignatureTable sigs;
   llvm::SmallVector<uint64_t> counts;
   uint64_t nodes = 0;

@@ -44,6 +44,9 @@ struct StatsCommandOptions {
   /// Strategy names, a list or "all" (default: agenda).
   std::vector<std::string> strategies;
   int64_t batchSize = 0;
+  /// Where the first batch's schedule under the first strategy goes as
+  /// Graphviz DOT (empty: none).
+  std::string dotPath;
 };
 
 enum class RunDevice { Cpu, Cuda };
@@ -144,6 +147,9 @@ mlir::LogicalResult openInput(Session &session, const InputOptions &options);
 
 int runCompileCommand(Session &session, const CompileCommandOptions &options);
 int runStatsCommand(Session &session, const StatsCommandOptions &options);
+/// Writes `text` to `path` ("-": stdout) through a temporary file and a
+/// rename; 0, or the error printed and 1.
+int writeText(llvm::StringRef path, const std::string &text);
 int runRunCommand(Session &session, const RunCommandOptions &options);
 /// The gradient of the sum of every loss node with respect to every
 /// parameter (docs/training.md).
