@@ -19,6 +19,7 @@ if "DYNB_CACHE_DIR" in os.environ:
 config.environment["PATH"] = os.pathsep.join(
     [config.dynb_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.substitutions.append(("%dynb_src", config.dynb_src_root))
+config.substitutions.append(("%dynb_obj", config.dynb_obj_root))
 config.substitutions.append(("%sst", os.path.join(config.dynb_src_root, "examples", "treelstm", "data", "sst")))
 config.substitutions.append(("%python", config.python_executable))
 

@@ -8,9 +8,12 @@
 #include "dynb/Driver/Commands.h"
 #include "dynb/Driver/MemoryProbes.h"
 #include "dynb/Driver/StrategyList.h"
+#include "dynb/Engine/Version.h"
 
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace dynb;
 namespace cl = llvm::cl;
@@ -326,6 +329,11 @@ static cl::opt<std::string>
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(dynbCat);
+  // dynb's own version first; LLVM's says which LLVM it was built against.
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "dynbc (dynb) " << versionString() << "\n  built with LLVM "
+       << LLVM_VERSION_STRING << "\n";
+  });
   cl::ParseCommandLineOptions(
       argc, argv,
       "dynb: batch and compile dynamic neural network graphs\n\n"
