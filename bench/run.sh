@@ -3,7 +3,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-KNOWN_WORKLOADS=(treelstm moe api clevr endtoend train)
+KNOWN_WORKLOADS=(treelstm moe api clevr endtoend train python)
 
 usage() {
   cat <<USAGE
@@ -18,6 +18,7 @@ usage: bench/run.sh BUILD_DIR [WORKLOAD...] [OPTIONS...]
   clevr options: --quick, --batches 16,64,256, --out DIR, --threads N, --repeat N, --no-peers
   endtoend options: --quick, --out DIR, --threads N, --copies N, --runs N (dynbc as a whole process)
   train options: --quick, --trees N, --eager-trees N, --hdims 128,256, --out DIR, --threads N, --no-peers
+  python options: --quick, --out DIR, --threads N, --trees N, --rounds N (the Python module against the C++ API)
   treelstm, moe, clevr and train run PyTorch peers on the same inputs and weights unless --no-peers.
 USAGE
 }
@@ -59,6 +60,7 @@ for i in "${!workloads[@]}"; do
     clevr) "$PYTHON" "$HERE/clevr.py" "$BUILD" "$@" ;;
     endtoend) "$PYTHON" "$HERE/endtoend.py" "$BUILD" "$@" ;;
     train) "$PYTHON" "$HERE/train.py" "$BUILD" "$@" ;;
+    python) "$PYTHON" "$HERE/python_api.py" "$BUILD" "$@" ;;
   esac
 done
 

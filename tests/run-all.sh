@@ -73,6 +73,43 @@ PY
   fi
 fi
 
+# The Python module's tests (python/tests, pytest). A sanitized module
+# cannot load into the uninstrumented interpreter, and DYNB_TEST_PYTHON=0
+# skips them (the TSan run, which builds neither).
+sanitized=$(sed -n 's/^DYNB_SANITIZE:STRING=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
+if [[ "${DYNB_TEST_PYTHON:-1}" == 0 || -n "$sanitized" ]]; then
+  echo "== python: not run (${sanitized:+sanitized build }${sanitized:-DYNB_TEST_PYTHON=0})"
+else
+  echo "== python (python/tests)"
+  if ! compgen -G "$BUILD/python/dynb/_dynb*.so" >/dev/null; then
+    problems+=("python: the module is not built (python3-pybind11 and python3-dev: tools/dev deps)")
+    failed=$((failed + 1))
+  else
+    # The interpreter the module was built for (CMake's Python3_EXECUTABLE).
+    python=$(sed -n 's/^Python3_EXECUTABLE:FILEPATH=//p' "$BUILD/CMakeCache.txt")
+    DYNB_BUILD_DIR="$BUILD" PYTHONPATH="$BUILD/python:$ROOT/python/tests${PYTHONPATH:+:$PYTHONPATH}" \
+      "${python:-python3}" -m pytest -q -p no:cacheprovider --junitxml="$OUT/pytest.xml" "$ROOT/python/tests" 2>&1 | tail -n 25
+    if [[ -s "$OUT/pytest.xml" ]]; then
+      read -r p f < <(python3 - "$OUT/pytest.xml" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+suites = [root] if root.tag == "testsuite" else list(root)
+t = sum(int(s.get("tests", 0)) for s in suites)
+f = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+print(t - f, f)
+PY
+)
+      passed=$((passed + p))
+      failed=$((failed + f))
+      [[ $f -eq 0 ]] || problems+=("python: $f failed")
+    else
+      problems+=("python: pytest produced no results")
+      failed=$((failed + 1))
+    fi
+  fi
+fi
+
 for p in "${problems[@]+"${problems[@]}"}"; do echo "FAILED: $p"; done
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -62,3 +62,19 @@ void dynb::accumulateComparison(Comparison &total, const Comparison &batch,
   total.lossAbsError = std::max(total.lossAbsError, batch.lossAbsError);
   total.withinTolerance &= batch.withinTolerance;
 }
+
+std::vector<float> dynb::outputRows(const StackedOutputs &outputs,
+                                    uint64_t instances, int64_t &width) {
+  width = 0;
+  for (int64_t w : outputs.widths)
+    width += w;
+  std::vector<float> rows;
+  rows.reserve(instances * width);
+  for (uint64_t i = 0; i < instances; ++i)
+    for (size_t p = 0; p < outputs.widths.size(); ++p) {
+      int64_t w = outputs.widths[p];
+      const float *src = outputs.values[p].data() + i * w;
+      rows.insert(rows.end(), src, src + w);
+    }
+  return rows;
+}

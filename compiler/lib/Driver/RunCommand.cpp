@@ -76,23 +76,6 @@ void printProfile(BatchingStrategy st, const RunResult &r,
             p.dispatch);
 }
 
-/// The outputs as [instances x (sum of widths)] rows, for the .npy file.
-std::vector<float> outputRows(const StackedOutputs &outputs, uint64_t instances,
-                              int64_t &width) {
-  width = 0;
-  for (int64_t w : outputs.widths)
-    width += w;
-  std::vector<float> rows;
-  rows.reserve(instances * width);
-  for (uint64_t i = 0; i < instances; ++i)
-    for (size_t p = 0; p < outputs.widths.size(); ++p) {
-      int64_t w = outputs.widths[p];
-      const float *src = outputs.values[p].data() + i * w;
-      rows.insert(rows.end(), src, src + w);
-    }
-  return rows;
-}
-
 /// Parameters from the file, or seeded; then the extra tensors.
 int loadParameters(Session &session, const RunCommandOptions &o) {
   if (o.paramsPath) {

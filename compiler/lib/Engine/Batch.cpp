@@ -448,6 +448,12 @@ bool Batch::failed(uint32_t index) const {
          !data_->instances[index].error.empty();
 }
 
+llvm::StringRef Batch::errorOf(uint32_t index) const {
+  if (index >= data_->instances.size())
+    return {};
+  return data_->instances[index].error;
+}
+
 llvm::Error Batch::error() const {
   if (data_->firstFailed == ~0u)
     return llvm::Error::success();

@@ -78,6 +78,11 @@ Engine::load(const EngineOptions &options) {
                  ? s.loadGraphs(options.modelPath)
                  : s.loadJsonGraphs(name, options.modelJson)))
     return c.takeError("cannot load model '" + name + "'");
+  // The file's own instances are not the engine's (gradient() adds each
+  // batch's instances to this module and differentiates all it holds).
+  for (InstanceOp inst :
+       llvm::make_early_inc_range(s.module().getOps<InstanceOp>()))
+    inst.erase();
   if (options.planOnly) {
     // No values: the caller's executor binds the plans' parameters.
   } else if (options.paramsPath.empty()) {

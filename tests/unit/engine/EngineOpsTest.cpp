@@ -200,6 +200,17 @@ TEST(EngineOps, GradientOfEveryOpMatchesTheReferenceGradient) {
         ASSERT_NEAR(t->data[i], want[i], 1e-5 * scale)
             << name << "[" << i << "] (" << toString(s).str() << ")";
     }
+    // A model file with instances of its own gives the same gradient:
+    // the engine ignores the file's instances.
+    if (s == BatchingStrategy::Agenda) {
+      auto fromFile = opsEngine(refPath);
+      ASSERT_TRUE(bool(fromFile)) << llvm::toString(fromFile.takeError());
+      Batch again(**fromFile);
+      buildOpsBatch(**fromFile, again, kInstances);
+      auto same = (*fromFile)->gradient(again, s);
+      ASSERT_TRUE(bool(same)) << llvm::toString(same.takeError());
+      EXPECT_NEAR(same->loss, refLoss, 1e-4 * std::abs(refLoss));
+    }
     llvm::sys::fs::remove(refPath);
   }
 

@@ -31,6 +31,12 @@ struct Comparison {
   double lossAbsError = 0;
 };
 
+/// The outputs as one row per instance, the instance's outputs side by
+/// side: [instances x width], width the sum of the outputs' widths (what
+/// `dynbc run --output` writes).
+std::vector<float> outputRows(const StackedOutputs &outputs, uint64_t instances,
+                              int64_t &width);
+
 /// |got - ref| <= atol + rtol * |ref| everywhere.
 Comparison compareOutputs(const StackedOutputs &ref, const StackedOutputs &got,
                           double atol, double rtol);

@@ -123,6 +123,10 @@ public:
   llvm::Error error() const;
   /// Whether instance `index` recorded a misuse.
   bool failed(uint32_t index) const;
+  /// The located message of instance `index`'s misuse (empty: none), for
+  /// a caller that reports each misuse where it happens (the Python
+  /// module raises it at the call that made it).
+  llvm::StringRef errorOf(uint32_t index) const;
   /// Drops instance `index` from the results (and forgets its error): its
   /// valid nodes still run, its outputs are not returned. Results keep
   /// their instance numbering; a dropped instance has no outputs.
