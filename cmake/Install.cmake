@@ -21,6 +21,7 @@ set(DYNB_PUBLIC_HEADERS
   compiler/include/dynb/Engine/Batch.h
   compiler/include/dynb/Engine/Engine.h
   compiler/include/dynb/Engine/MicroBatcher.h
+  compiler/include/dynb/Engine/ModelBuilder.h
   compiler/include/dynb/Engine/Results.h
   compiler/include/dynb/Engine/Task.h
   compiler/include/dynb/Engine/Version.h

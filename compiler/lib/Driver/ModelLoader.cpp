@@ -135,6 +135,13 @@ LogicalResult ModelLoader::loadJsonGraphs(StringRef name, StringRef text) {
   return checkLoaded();
 }
 
+LogicalResult ModelLoader::loadJsonModel(StringRef name,
+                                         const llvm::json::Object &model) {
+  ImportLimits importLimits = limits_.importLimits();
+  module_ = importJsonModel(name, model, *ctx_, importLimits);
+  return checkLoaded();
+}
+
 LogicalResult ModelLoader::checkLoaded() {
   if (!module_)
     return failure();

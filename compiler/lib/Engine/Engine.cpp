@@ -71,10 +71,13 @@ Engine::load(const EngineOptions &options) {
   ModelLoader &s = *c.loader;
   s.kernels().setObjectStore(KernelObjectStore::open(options.kernelCache));
   // Messages name the model by its path, or this for a model in memory.
-  if (m.options.modelPath.empty())
+  if (options.model)
+    m.options.modelPath = options.model->name();
+  else if (m.options.modelPath.empty())
     m.options.modelPath = "model.json";
   llvm::StringRef name = m.options.modelPath;
-  if (failed(options.modelJson.empty()
+  if (failed(options.model ? s.loadJsonModel(name, options.model->model())
+             : options.modelJson.empty()
                  ? s.loadGraphs(options.modelPath)
                  : s.loadJsonGraphs(name, options.modelJson)))
     return c.takeError("cannot load model '" + name + "'");

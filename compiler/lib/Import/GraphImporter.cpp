@@ -45,6 +45,12 @@ public:
       : ctx(ctx), fileName(fileName), b(&ctx), limits(limits) {}
 
   OwningOpRef<ModuleOp> importDocument(StringRef text);
+  /// A model alone, as values (ModelBuilder): no text, so no lines.
+  OwningOpRef<ModuleOp> importModelObject(const json::Object &model) {
+    if (failed(beginModule(0)) || failed(importModel(model, 0)))
+      return nullptr;
+    return std::move(module);
+  }
   OwningOpRef<ModuleOp> importLines(StringRef text);
 
   /// One non-blank line of a JSON Lines file: the model header when
@@ -797,6 +803,18 @@ OwningOpRef<ModuleOp> dynb::importJsonGraphs(StringRef name, StringRef text,
   JsonImporter importer(name, ctx, limits);
   OwningOpRef<ModuleOp> module =
       lines ? importer.importLines(text) : importer.importDocument(text);
+  if (module && failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+
+OwningOpRef<ModuleOp> dynb::importJsonModel(StringRef name,
+                                            const json::Object &model,
+                                            MLIRContext &ctx,
+                                            const ImportLimits &limits) {
+  loadDynbDialects(ctx);
+  JsonImporter importer(name, ctx, limits);
+  OwningOpRef<ModuleOp> module = importer.importModelObject(model);
   if (module && failed(verify(*module)))
     return nullptr;
   return module;

@@ -81,6 +81,9 @@ public:
   /// The same from interchange JSON in memory; `name` is used in locations.
   mlir::LogicalResult loadJsonGraphs(llvm::StringRef name,
                                      llvm::StringRef text);
+  /// The same from a model held as JSON values (ModelBuilder).
+  mlir::LogicalResult loadJsonModel(llvm::StringRef name,
+                                    const llvm::json::Object &model);
   /// Reads parameters and checks them against the model's dynb.param ops.
   llvm::Error loadParams(llvm::StringRef path);
   /// Reads more tensors (e.g. CLEVR image features), replacing those of

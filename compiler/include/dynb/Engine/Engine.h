@@ -15,6 +15,7 @@
 
 #include "dynb/Batching/Scheduler.h"
 #include "dynb/Engine/Batch.h"
+#include "dynb/Engine/ModelBuilder.h"
 #include "dynb/Engine/Results.h"
 #include "dynb/JIT/KernelObjectStore.h"
 #include "dynb/Runtime/ParameterStore.h"
@@ -40,6 +41,9 @@ struct EngineOptions {
   /// model built in C++ comes this way); modelPath then only names it in
   /// messages.
   std::string modelJson;
+  /// Or a model built in C++ (ModelBuilder.h), used when set; its name
+  /// names it in messages.
+  std::shared_ptr<const ModelBuilder> model;
   /// Parameters (safetensors, F32, checked against the model); empty: every
   /// parameter is seeded from `seed` as `dynbc run --seed` does.
   std::string paramsPath;

@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <memory>
@@ -53,6 +54,13 @@ parseMlirGraphs(std::unique_ptr<llvm::MemoryBuffer> buffer,
 mlir::OwningOpRef<mlir::ModuleOp>
 importJsonGraphs(llvm::StringRef name, llvm::StringRef text,
                  mlir::MLIRContext &ctx, const ImportLimits &limits = {});
+
+/// Imports a model (params and modules, no instances) held as JSON values
+/// rather than text, as ModelBuilder makes it; `name` is used in locations,
+/// with the module and node of each problem.
+mlir::OwningOpRef<mlir::ModuleOp>
+importJsonModel(llvm::StringRef name, const llvm::json::Object &model,
+                mlir::MLIRContext &ctx, const ImportLimits &limits = {});
 
 /// Reads a JSON Lines file (docs/interchange.md) a batch of instances at a
 /// time, so that a run holds one batch's graphs rather than the file's. Each
