@@ -173,6 +173,21 @@ py::dict parameterViews(rt::ParameterStore &store, py::handle owner) {
   return out;
 }
 
+/// dynb.ModelBuilder: a ModelBuilder whose module handles stay valid
+/// while Python holds them (they hold the builder).
+struct PyModelBuilder {
+  explicit PyModelBuilder(std::string name)
+      : builder(std::make_shared<ModelBuilder>(std::move(name))) {}
+  std::shared_ptr<ModelBuilder> builder;
+  /// The model as it is now, for an Engine.
+  ModelBuilder copy() const { return *builder; }
+};
+
+struct PyModuleBuilder {
+  std::shared_ptr<ModelBuilder> owner;
+  ModuleBuilder module;
+};
+
 py::dict statsOf(const BatchStats &s) {
   py::dict d;
   d["instances"] = s.instances;
@@ -188,13 +203,19 @@ py::dict statsOf(const BatchStats &s) {
   return d;
 }
 
-std::shared_ptr<Engine> loadEngine(const std::string &modelPath,
-                                   py::object params, py::object seed,
-                                   const std::string &strategy,
+std::shared_ptr<Engine> loadEngine(py::object model, py::object params,
+                                   py::object seed, const std::string &strategy,
                                    unsigned threads, py::object cacheDir,
                                    bool noCache) {
   EngineOptions options;
-  options.modelPath = modelPath;
+  if (py::isinstance<PyModelBuilder>(model)) {
+    // A copy: the Python builder may go on being edited.
+    const PyModelBuilder &b = model.cast<const PyModelBuilder &>();
+    options.model = std::make_shared<ModelBuilder>(b.copy());
+  } else {
+    options.modelPath =
+        py::str(py::module_::import("os").attr("fspath")(model));
+  }
   options.strategy = strategyNamed(strategy);
   options.threads = threads;
   bool paramsGiven = !params.is_none();
@@ -440,6 +461,79 @@ PYBIND11_MODULE(_dynb, m) {
         return fmt::format("<dynb.Experts '{}'>", h.name);
       });
 
+  py::class_<ModuleValue>(m, "ModuleValue",
+                          "A value inside a module body being built")
+      .def("__repr__", [](const ModuleValue &v) {
+        return fmt::format("<dynb.ModuleValue node {} result {}>", v.node,
+                           v.result);
+      });
+  py::class_<PyModuleBuilder> mb(
+      m, "ModuleBuilder", "The body of one module of a ModelBuilder, op by op");
+  mb.def(
+        "arg",
+        [](PyModuleBuilder &b, std::vector<int64_t> shape) {
+          return b.module.arg(shape);
+        },
+        py::arg("shape"), "The module's next argument, of `shape`")
+      .def(
+          "linear",
+          [](PyModuleBuilder &b, ModuleValue x, const std::string &weight,
+             std::optional<std::string> bias) {
+            std::optional<llvm::StringRef> bs;
+            if (bias)
+              bs = *bias;
+            return b.module.linear(x, weight, bs);
+          },
+          py::arg("x"), py::arg("weight"), py::arg("bias") = py::none())
+      .def(
+          "concat",
+          [](PyModuleBuilder &b, const std::vector<ModuleValue> &parts) {
+            return b.module.concat(parts);
+          },
+          py::arg("parts"))
+      .def(
+          "slice",
+          [](PyModuleBuilder &b, ModuleValue x, int64_t offset, int64_t size) {
+            return b.module.slice(x, offset, size);
+          },
+          py::arg("x"), py::arg("offset"), py::arg("size"))
+      .def(
+          "output",
+          [](PyModuleBuilder &b, ModuleValue v) { b.module.output(v); },
+          py::arg("value"), "The module's next result");
+#define DYNB_UNARY_OP(Name, mnemonic)                                          \
+  mb.def(                                                                      \
+      #mnemonic,                                                               \
+      [](PyModuleBuilder &b, ModuleValue x) { return b.module.mnemonic(x); },  \
+      py::arg("x"));
+#define DYNB_BINARY_OP(Name, mnemonic)                                         \
+  mb.def(                                                                      \
+      #mnemonic,                                                               \
+      [](PyModuleBuilder &b, ModuleValue x, ModuleValue y) {                   \
+        return b.module.mnemonic(x, y);                                        \
+      },                                                                       \
+      py::arg("a"), py::arg("b"));
+#include "dynb/Dialect/ElementwiseOps.def"
+
+  py::class_<PyModelBuilder>(
+      m, "ModelBuilder",
+      "A model built in Python: parameters, and module bodies op by op; "
+      "Engine.load takes it in place of a model file")
+      .def(py::init<std::string>(), py::arg("name") = "model")
+      .def(
+          "param",
+          [](PyModelBuilder &b, const std::string &name,
+             std::vector<int64_t> shape) { b.builder->param(name, shape); },
+          py::arg("name"), py::arg("shape"))
+      .def(
+          "module",
+          [](PyModelBuilder &b, const std::string &name, int64_t experts) {
+            return PyModuleBuilder{b.builder, b.builder->module(name, experts)};
+          },
+          py::arg("name"), py::arg("experts") = 0)
+      .def_property_readonly(
+          "name", [](const PyModelBuilder &b) { return b.builder->name(); });
+
   py::class_<PyInstance> inst(m, "Instance",
                               "One instance's graph, built node by node");
   inst.def_property_readonly("index",
@@ -618,12 +712,13 @@ PYBIND11_MODULE(_dynb, m) {
   py::class_<Engine, std::shared_ptr<Engine>>(
       m, "Engine",
       "A model loaded and compiled once, which runs batches of instances")
-      .def_static("load", &loadEngine, py::arg("model_path"),
+      .def_static("load", &loadEngine, py::arg("model"),
                   py::arg("params") = py::none(), py::arg("seed") = py::none(),
                   py::arg("strategy") = "agenda", py::arg("threads") = 0,
                   py::arg("cache_dir") = py::none(),
                   py::arg("no_cache") = false,
-                  "Loads a model (.mlir, .json, .jsonl); params: a "
+                  "Loads a model (a .mlir, .json or .jsonl path, or a "
+                  "ModelBuilder); params: a "
                   "safetensors path or a dict of arrays (e.g. a PyTorch "
                   "state_dict's tensors as NumPy), or seed: every parameter "
                   "seeded (the default, seed 1)")

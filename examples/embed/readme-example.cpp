@@ -14,24 +14,27 @@ static dynb::ModelBuilder treeLstm(int64_t vocab, int64_t h) {
   model.param("U_f1", {h, h});
   model.param("U_f2", {h, h});
   model.param("b_f", {h});
-  // i, o, u from the gates' pre-activations; returns o * tanh(c) and c.
+  // i, o, u from the gates' pre-activations, c = i * u plus the children's
+  // gated memories; returns o * tanh(c) and c.
   auto cell = [h](dynb::ModuleBuilder &m, dynb::ModuleValue iou,
-                  std::optional<dynb::ModuleValue> fc) {
+                  llvm::ArrayRef<dynb::ModuleValue> fc) {
     auto i = m.sigmoid(m.slice(iou, 0, h));
     auto o = m.sigmoid(m.slice(iou, h, h));
     auto u = m.tanh(m.slice(iou, 2 * h, h));
-    auto c = fc ? m.add(m.mul(i, u), *fc) : m.mul(i, u);
+    auto c = m.mul(i, u);
+    for (dynb::ModuleValue f : fc)
+      c = m.add(c, f);
     m.output(m.mul(o, m.tanh(c)));
     m.output(c);
   };
   dynb::ModuleBuilder leaf = model.module("leaf");
-  cell(leaf, leaf.linear(leaf.arg({h}), "W_iou", "b_iou"), std::nullopt);
+  cell(leaf, leaf.linear(leaf.arg({h}), "W_iou", "b_iou"), {});
   dynb::ModuleBuilder in = model.module("internal");
   auto h1 = in.arg({h}), c1 = in.arg({h}), h2 = in.arg({h}), c2 = in.arg({h});
   auto iou = in.linear(in.concat({h1, h2}), "U_iou", "b_iou");
   auto f1 = in.sigmoid(in.linear(h1, "U_f1", "b_f"));
   auto f2 = in.sigmoid(in.linear(h2, "U_f2", "b_f"));
-  cell(in, iou, in.add(in.mul(f1, c1), in.mul(f2, c2)));
+  cell(in, iou, {in.mul(f1, c1), in.mul(f2, c2)});
   return model;
 }
 

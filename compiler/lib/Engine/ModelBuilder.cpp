@@ -29,6 +29,13 @@ ModelBuilder::ModelBuilder(std::string name) : impl_(std::make_unique<Impl>()) {
   impl_->name = std::move(name);
 }
 ModelBuilder::~ModelBuilder() = default;
+ModelBuilder::ModelBuilder(const ModelBuilder &other)
+    : impl_(std::make_unique<Impl>(*other.impl_)) {}
+ModelBuilder &ModelBuilder::operator=(const ModelBuilder &other) {
+  if (this != &other)
+    impl_ = std::make_unique<Impl>(*other.impl_);
+  return *this;
+}
 ModelBuilder::ModelBuilder(ModelBuilder &&) noexcept = default;
 ModelBuilder &ModelBuilder::operator=(ModelBuilder &&) noexcept = default;
 

@@ -70,6 +70,10 @@ public:
   /// `name` names the model in messages (as a file name would).
   explicit ModelBuilder(std::string name = "model");
   ~ModelBuilder();
+  /// A copy is a model of its own (building on it leaves this one as it
+  /// is); handles from this one do not write to it.
+  ModelBuilder(const ModelBuilder &other);
+  ModelBuilder &operator=(const ModelBuilder &other);
   ModelBuilder(ModelBuilder &&) noexcept;
   ModelBuilder &operator=(ModelBuilder &&) noexcept;
 
