@@ -47,22 +47,17 @@ int main() {
     llvm::errs() << llvm::toString(engine.takeError()) << "\n";
     return 1;
   }
-  auto E = (*engine)->param("E");
-  auto leaf = (*engine)->module("leaf");
-  auto internal = (*engine)->module("internal");
-  if (!E || !leaf || !internal) {
-    llvm::consumeError(E.takeError());
-    llvm::consumeError(leaf.takeError());
-    llvm::consumeError(internal.takeError());
-    return 1;
-  }
+  // The names are the model's own, so looking them up cannot fail.
+  dynb::Param E = llvm::cantFail((*engine)->param("E"));
+  dynb::Module leaf = llvm::cantFail((*engine)->module("leaf"));
+  dynb::Module internal = llvm::cantFail((*engine)->module("internal"));
 
   dynb::Batch batch(**engine);
   for (int64_t word = 0; word < 4; ++word) {
     dynb::Instance tree = batch.addInstance();
-    auto a = tree.call(*leaf, {tree.embedding(*E, word)});
-    auto b = tree.call(*leaf, {tree.embedding(*E, word + 1)});
-    auto root = tree.call(*internal, {a[0], a[1], b[0], b[1]});
+    auto a = tree.call(leaf, {tree.embedding(E, word)});
+    auto b = tree.call(leaf, {tree.embedding(E, word + 1)});
+    auto root = tree.call(internal, {a[0], a[1], b[0], b[1]});
     tree.output(root[0]); // h of the root
   }
   auto results = (*engine)->run(batch); // 20 nodes in 3 launches
