@@ -29,6 +29,7 @@
 #include <atomic>
 #include <map>
 #include <set>
+#include <type_traits>
 
 namespace py = pybind11;
 using namespace dynb;
@@ -100,15 +101,26 @@ struct PyInstance {
                       index));
     return owner->target().instance(index);
   }
-  /// Raises the misuse the last call recorded, where it happened. The
-  /// instance stays failed: discard it or the batch's run raises it too.
-  template <typename T> T checked(bool wasFailed, T result) const {
+  /// Adds one node through `op(instance)` and raises the misuse it
+  /// recorded, at the call that made it. The instance stays failed: discard
+  /// it or the batch's run raises it too.
+  template <typename Op> auto apply(Op &&op) const {
+    Instance x = get();
     Batch &b = owner->target();
-    if (!wasFailed && b.failed(index))
-      raiseDynbError(b.errorOf(index).str());
-    return result;
+    bool wasFailed = b.failed(index);
+    auto raiseNew = [&] {
+      if (!wasFailed && b.failed(index))
+        raiseDynbError(b.errorOf(index).str());
+    };
+    if constexpr (std::is_void_v<decltype(op(x))>) {
+      op(x);
+      raiseNew();
+    } else {
+      auto result = op(x);
+      raiseNew();
+      return result;
+    }
   }
-  bool failedNow() const { return owner->target().failed(index); }
 };
 
 /// An array over `data` that keeps `owner` alive.
@@ -541,9 +553,8 @@ PYBIND11_MODULE(_dynb, m) {
       .def(
           "embedding",
           [](const PyInstance &i, const PyParam &table, int64_t row) {
-            Instance x = i.get();
-            bool was = i.failedNow();
-            return i.checked(was, x.embedding(table.handle, row));
+            return i.apply(
+                [&](Instance &x) { return x.embedding(table.handle, row); });
           },
           py::arg("table"), py::arg("row"),
           "Row `row` of the 2-D parameter `table`")
@@ -551,10 +562,10 @@ PYBIND11_MODULE(_dynb, m) {
           "call",
           [](const PyInstance &i, const PyModule &module,
              const std::vector<Value> &args) {
-            Instance x = i.get();
-            bool was = i.failedNow();
-            llvm::SmallVector<Value, 2> r = x.call(module.handle, args);
-            return i.checked(was, std::vector<Value>(r.begin(), r.end()));
+            return i.apply([&](Instance &x) {
+              llvm::SmallVector<Value, 2> r = x.call(module.handle, args);
+              return std::vector<Value>(r.begin(), r.end());
+            });
           },
           py::arg("module"), py::arg("args"),
           "A call of `module` on `args`; returns its results as a list")
@@ -562,37 +573,32 @@ PYBIND11_MODULE(_dynb, m) {
           "linear",
           [](const PyInstance &i, Value x, const PyParam &w,
              std::optional<PyParam> b) {
-            Instance in = i.get();
-            bool was = i.failedNow();
             std::optional<Param> bias;
             if (b)
               bias = b->handle;
-            return i.checked(was, in.linear(x, w.handle, bias));
+            return i.apply(
+                [&](Instance &in) { return in.linear(x, w.handle, bias); });
           },
           py::arg("x"), py::arg("weight"), py::arg("bias") = py::none(),
           "weight @ x (+ bias)")
       .def(
           "concat",
           [](const PyInstance &i, const std::vector<Value> &parts) {
-            Instance x = i.get();
-            bool was = i.failedNow();
-            return i.checked(was, x.concat(parts));
+            return i.apply([&](Instance &x) { return x.concat(parts); });
           },
           py::arg("parts"))
       .def(
           "slice",
           [](const PyInstance &i, Value v, int64_t offset, int64_t size) {
-            Instance x = i.get();
-            bool was = i.failedNow();
-            return i.checked(was, x.slice(v, offset, size));
+            return i.apply(
+                [&](Instance &x) { return x.slice(v, offset, size); });
           },
           py::arg("x"), py::arg("offset"), py::arg("size"))
       .def(
           "softmax_xent",
           [](const PyInstance &i, Value logits, int64_t label) {
-            Instance x = i.get();
-            bool was = i.failedNow();
-            return i.checked(was, x.softmaxXent(logits, label));
+            return i.apply(
+                [&](Instance &x) { return x.softmaxXent(logits, label); });
           },
           py::arg("logits"), py::arg("label"),
           "The cross-entropy loss of softmax(logits) against `label`")
@@ -601,13 +607,13 @@ PYBIND11_MODULE(_dynb, m) {
           [](const PyInstance &i, Value v, const PyParam &gate,
              const PyExperts &experts, int64_t k, std::optional<PyParam> noise,
              uint64_t noiseSeed) {
-            Instance x = i.get();
-            bool was = i.failedNow();
             std::optional<Param> n;
             if (noise)
               n = noise->handle;
-            return i.checked(was, x.dispatch(v, gate.handle, experts.handle, k,
-                                             n, noiseSeed));
+            return i.apply([&](Instance &x) {
+              return x.dispatch(v, gate.handle, experts.handle, k, n,
+                                noiseSeed);
+            });
           },
           py::arg("x"), py::arg("gate"), py::arg("experts"), py::arg("k"),
           py::arg("noise") = py::none(), py::arg("noise_seed") = 0,
@@ -615,10 +621,7 @@ PYBIND11_MODULE(_dynb, m) {
       .def(
           "output",
           [](const PyInstance &i, Value v) {
-            Instance x = i.get();
-            bool was = i.failedNow();
-            x.output(v);
-            i.checked(was, 0);
+            i.apply([&](Instance &x) { x.output(v); });
           },
           py::arg("value"), "Marks `value` as the instance's next output")
       .def(
@@ -629,18 +632,14 @@ PYBIND11_MODULE(_dynb, m) {
   inst.def(                                                                    \
       #mnemonic,                                                               \
       [](const PyInstance &i, Value a) {                                       \
-        Instance x = i.get();                                                  \
-        bool was = i.failedNow();                                              \
-        return i.checked(was, x.mnemonic(a));                                  \
+        return i.apply([&](Instance &x) { return x.mnemonic(a); });            \
       },                                                                       \
       py::arg("x"));
 #define DYNB_BINARY_OP(Name, mnemonic)                                         \
   inst.def(                                                                    \
       #mnemonic,                                                               \
       [](const PyInstance &i, Value a, Value b) {                              \
-        Instance x = i.get();                                                  \
-        bool was = i.failedNow();                                              \
-        return i.checked(was, x.mnemonic(a, b));                               \
+        return i.apply([&](Instance &x) { return x.mnemonic(a, b); });         \
       },                                                                       \
       py::arg("a"), py::arg("b"));
 #include "dynb/Dialect/ElementwiseOps.def"
