@@ -28,6 +28,7 @@
 
 #include <atomic>
 #include <map>
+#include <optional>
 #include <set>
 #include <type_traits>
 
@@ -67,18 +68,21 @@ using PyModule = Named<Module>;
 using PyParam = Named<Param>;
 using PyExperts = Named<Experts>;
 
-/// A batch and the engine it builds for. `round` counts the runs and
-/// clears that emptied it: an Instance of an earlier round is stale.
+/// A batch and the engine it builds for (`batch`), or a MicroBatcher's
+/// batch that a builder adds to while it runs (`external`, no batch of its
+/// own). `round` counts the runs and clears that emptied it: an Instance
+/// of an earlier round is stale.
 struct PyBatch {
-  explicit PyBatch(std::shared_ptr<Engine> engine)
-      : engine(std::move(engine)), batch(*this->engine) {}
+  explicit PyBatch(std::shared_ptr<Engine> engine) : engine(std::move(engine)) {
+    batch.emplace(*this->engine);
+  }
+  explicit PyBatch(Batch &external) : external(&external) {}
   std::shared_ptr<Engine> engine;
-  Batch batch;
+  std::optional<Batch> batch;
   uint64_t round = 0;
-  /// Set while a MicroBatcher's worker builds into a batch of its own:
-  /// then `batch` is unused and `external` is the one built.
+  /// Cleared when the builder returns.
   Batch *external = nullptr;
-  Batch &target() { return external ? *external : batch; }
+  Batch &target() { return external ? *external : *batch; }
 };
 
 /// One instance of a PyBatch (or of a MicroBatcher's batch while its
@@ -285,31 +289,17 @@ py::array_t<float> runFile(Engine &engine, const std::string &path,
     run.threads = engine.options().threads;
     if (failed(openInput(session, input))) {
       failure = "cannot read the instances";
-    } else if (llvm::Error e = session.seedParams(1)) {
+    } else if (llvm::Error e = session.copyParams(engine.parameters(),
+                                                  "the engine's model")) {
+      // The file's model must be the engine's, parameter for parameter.
       failure = llvm::toString(std::move(e));
     } else {
-      // The file's model must be the engine's, parameter for parameter.
-      rt::ParameterStore &mine = session.mutableParams();
-      const rt::ParameterStore &engines = engine.parameters();
-      for (const std::string &name : mine.names()) {
-        const rt::ParamTensor *t = engines.find(name);
-        rt::ParamTensor *m = mine.findMutable(name);
-        if (!t || t->shape != m->shape) {
-          failure =
-              fmt::format("{}: parameter '{}' {} the engine's model", path,
-                          name, t ? "has another shape than in" : "is not in");
-          break;
-        }
-        m->data = t->data;
-      }
-      if (failure.empty()) {
-        mlir::FailureOr<RunResult> r = session.run(run);
-        if (failed(r)) {
-          failure = "the run failed";
-        } else {
-          instances = r->instances;
-          outputs = std::move(r->outputs);
-        }
+      mlir::FailureOr<RunResult> r = session.run(run);
+      if (failed(r)) {
+        failure = "the run failed";
+      } else {
+        instances = r->instances;
+        outputs = std::move(r->outputs);
       }
     }
   }
@@ -411,11 +401,9 @@ struct PyMicroBatcher {
     auto fn = std::make_shared<GilSafeObject>();
     fn->object = std::move(build);
     auto error = std::make_shared<GilSafeObject>();
-    auto engineRef = engine;
-    auto future = batcher->submit([fn, error, engineRef](Instance &inst) {
+    auto future = batcher->submit([fn, error](Instance &inst) {
       py::gil_scoped_acquire gil;
-      auto owner = std::make_shared<PyBatch>(engineRef);
-      owner->external = inst.batch();
+      auto owner = std::make_shared<PyBatch>(*inst.batch());
       auto alive = std::make_shared<std::atomic<bool>>(true);
       PyInstance handle{owner, 0, inst.index(), alive};
       try {
@@ -648,26 +636,26 @@ PYBIND11_MODULE(_dynb, m) {
       m, "Batch", "Instances built for one run of the engine")
       .def("add_instance",
            [](std::shared_ptr<PyBatch> b) {
-             Instance i = b->batch.addInstance();
+             Instance i = b->batch->addInstance();
              return PyInstance{b, b->round, i.index(), nullptr};
            })
       .def_property_readonly(
           "num_instances",
-          [](const PyBatch &b) { return b.batch.numInstances(); })
+          [](const PyBatch &b) { return b.batch->numInstances(); })
       .def_property_readonly(
-          "num_nodes", [](const PyBatch &b) { return b.batch.numNodes(); })
+          "num_nodes", [](const PyBatch &b) { return b.batch->numNodes(); })
       .def(
           "discard",
           [](PyBatch &b, const PyInstance &i) {
             if (i.owner.get() != &b || i.round != b.round)
               raiseDynbError(
                   "discard: the instance is not one of this batch's");
-            b.batch.discard(i.index);
+            b.batch->discard(i.index);
           },
           py::arg("instance"),
           "Leaves an instance (a failed one, say) out of the run")
       .def("clear", [](PyBatch &b) {
-        b.batch.clear();
+        b.batch->clear();
         ++b.round;
       });
 
@@ -753,7 +741,7 @@ PYBIND11_MODULE(_dynb, m) {
               s = strategyNamed(strategy.cast<std::string>());
             llvm::Expected<Results> r = [&] {
               py::gil_scoped_release release;
-              return s ? e.run(b.batch, *s) : e.run(b.batch);
+              return s ? e.run(*b.batch, *s) : e.run(*b.batch);
             }();
             ++b.round;
             return std::make_shared<Results>(unwrap(std::move(r)));
@@ -772,7 +760,7 @@ PYBIND11_MODULE(_dynb, m) {
               s = strategyNamed(strategy.cast<std::string>());
             llvm::Expected<Gradients> g = [&] {
               py::gil_scoped_release release;
-              return s ? e->gradient(b.batch, *s) : e->gradient(b.batch);
+              return s ? e->gradient(*b.batch, *s) : e->gradient(*b.batch);
             }();
             ++b.round;
             Gradients grads = unwrap(std::move(g));

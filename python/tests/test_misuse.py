@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import dynb
+from conftest import sst_model
 
 
 @pytest.fixture()
@@ -109,3 +110,12 @@ def test_a_builder_that_raises_fails_its_submission_alone(engine):
         batcher.run(lambda x: kept.append(x) or good(x))
     with pytest.raises(dynb.Error, match="builder that has returned"):
         kept[0].embedding(E, 0)
+
+
+def test_run_file_of_another_model_names_the_parameter(engine, sst_labels, tmp_path):
+    # sst_labels is hdim 8 with a classifier; the engine's model is hdim 16.
+    with pytest.raises(dynb.Error, match=r"sstl\.json: parameter '\w+' is \[.*\] here but \[.*\] in the engine's model"):
+        engine.run_file(sst_labels)
+    other = sst_model(tmp_path, "sst16l.json", 2, 16, labels=True)
+    with pytest.raises(dynb.Error, match=r"sst16l\.json: parameter '\w+' is not in the engine's model"):
+        engine.run_file(other)

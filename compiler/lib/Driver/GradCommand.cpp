@@ -22,18 +22,17 @@
 using namespace mlir;
 using namespace dynb;
 
-namespace {
-
-/// The reference's gradients, rounded to F32.
-rt::ParameterStore referenceGradients(const ReferenceGradient &grad) {
-  rt::ParameterStore store;
-  for (const auto &[name, g] : grad.gradients())
-    (void)store.add(name, grad.shapeOf(name),
-                    std::vector<float>(g.begin(), g.end()));
-  return store;
+llvm::Expected<std::optional<BatchingStrategy>>
+dynb::parseGradientStrategy(llvm::StringRef name, llvm::StringRef command) {
+  if (name == "reference")
+    return std::nullopt;
+  if (std::optional<BatchingStrategy> s = parseBatchingStrategy(name))
+    return s;
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      "unknown --strategy '" + name + "' for " + command +
+          " (expected none, depth, agenda or reference)");
 }
-
-} // namespace
 
 int dynb::runGradCommand(Session &session, const GradCommandOptions &o) {
   if (o.paramsPath.has_value() == o.seed.has_value())
@@ -42,14 +41,11 @@ int dynb::runGradCommand(Session &session, const GradCommandOptions &o) {
   if (o.outputPath.empty() || o.outputPath == "-")
     return commandError("grad writes a safetensors file: give -o "
                         "GRADS.safetensors");
-  std::optional<BatchingStrategy> strategy;
-  if (o.strategy != "reference") {
-    strategy = parseBatchingStrategy(o.strategy);
-    if (!strategy)
-      return commandError("unknown --strategy '" + o.strategy +
-                          "' for grad (expected none, depth, agenda or "
-                          "reference)");
-  }
+  llvm::Expected<std::optional<BatchingStrategy>> parsed =
+      parseGradientStrategy(o.strategy, "grad");
+  if (!parsed)
+    return commandError(llvm::toString(parsed.takeError()));
+  std::optional<BatchingStrategy> strategy = *parsed;
   if (o.batchSize < 0)
     return commandError("--batch-size must be >= 0");
   if (o.paramsPath) {
@@ -83,7 +79,7 @@ int dynb::runGradCommand(Session &session, const GradCommandOptions &o) {
                             "; no output written");
       loss += *l;
     }
-    grads = referenceGradients(grad);
+    grads = grad.gradientsAsStore();
     how = "reference gradient: reverse mode in double, one instance at a time";
   } else {
     auto t0 = std::chrono::steady_clock::now();

@@ -203,6 +203,24 @@ llvm::Error ModelLoader::loadMoreParams(StringRef path) {
   return llvm::Error::success();
 }
 
+llvm::Error ModelLoader::copyParams(const rt::ParameterStore &from,
+                                    StringRef owner) {
+  for (ParamOp p : module_->getOps<ParamOp>()) {
+    const rt::ParamTensor *t = from.find(p.getSymName());
+    ArrayRef<int64_t> want = p.getTensorType().getShape();
+    if (!t)
+      return makeError(graphFile() + ": parameter '" + p.getSymName() +
+                       "' is not in " + owner);
+    if (ArrayRef<int64_t>(t->shape) != want)
+      return makeError(graphFile() + ": parameter '" + p.getSymName() +
+                       "' is " + shapeString(want) + " here but " +
+                       shapeString(t->shape) + " in " + owner);
+    if (rt::Status s = params_.add(p.getSymName().str(), t->shape, t->data))
+      return makeError(graphFile() + ": " + s.message());
+  }
+  return llvm::Error::success();
+}
+
 uint64_t ModelLoader::parameterBytes() {
   uint64_t bytes = 0;
   for (ParamOp p : module_->getOps<ParamOp>())

@@ -61,15 +61,6 @@ int64_t lossNodesOf(ModuleOp module) {
   return n;
 }
 
-/// The gradients as F32 tensors an optimizer reads.
-rt::ParameterStore toStore(const ReferenceGradient &grad) {
-  rt::ParameterStore store;
-  for (const auto &[name, g] : grad.gradients())
-    (void)store.add(name, grad.shapeOf(name),
-                    std::vector<float>(g.begin(), g.end()));
-  return store;
-}
-
 /// On a terminal, one line rewritten after every step: the epoch's steps,
 /// instances a second and running loss. Elsewhere (a file, a pipe) nothing:
 /// the epoch lines are the log.
@@ -190,14 +181,11 @@ int dynb::runTrainCommand(Session &session, Session *dev,
                                       "it cannot measure the dev loss");
   }
 
-  std::optional<BatchingStrategy> strategy;
-  if (o.strategy != "reference") {
-    strategy = parseBatchingStrategy(o.strategy);
-    if (!strategy)
-      return commandError("unknown --strategy '" + o.strategy +
-                          "' for train (expected none, depth, agenda or "
-                          "reference)");
-  }
+  llvm::Expected<std::optional<BatchingStrategy>> parsed =
+      parseGradientStrategy(o.strategy, "train");
+  if (!parsed)
+    return commandError(llvm::toString(parsed.takeError()));
+  std::optional<BatchingStrategy> strategy = *parsed;
   std::vector<InstanceOp> order = instancesOf(model);
   size_t perStep = o.batchSize == 0 ? order.size() : size_t(o.batchSize);
   std::optional<ReferenceGradient> grad;
@@ -305,7 +293,7 @@ int dynb::runTrainCommand(Session &session, Session *dev,
         }
         auto tu = std::chrono::steady_clock::now();
         runSeconds += std::chrono::duration<double>(tu - tr).count();
-        if (rt::Status s = optimizer.step(params, toStore(*grad)))
+        if (rt::Status s = optimizer.step(params, grad->gradientsAsStore()))
           return commandError(llvm::formatv("epoch {0}, step {1}: {2}", epoch,
                                             steps + 1, s.message()));
         grad->setParams(params);

@@ -68,6 +68,14 @@ void ReferenceGradient::setParams(const rt::ParameterStore &params) {
   }
 }
 
+rt::ParameterStore ReferenceGradient::gradientsAsStore() const {
+  rt::ParameterStore store;
+  for (const auto &[name, g] : gradients_)
+    (void)store.add(name, shapeOf(name),
+                    std::vector<float>(g.begin(), g.end()));
+  return store;
+}
+
 void ReferenceGradient::clearGradients() {
   for (auto &[name, g] : gradients_)
     std::fill(g.begin(), g.end(), 0.0);

@@ -101,10 +101,12 @@ int checkAdjoints(Session &s) {
                       1e-5 + 1e-4 * std::abs((*expected)[a][j]))
               << of.getValue().str() << " argument " << a << "[" << j << "]";
       }
-      for (size_t a = 0; a < x.size(); ++a)
-        if (!listed[a])
+      for (size_t a = 0; a < x.size(); ++a) {
+        if (!listed[a]) {
           for (double v : (*expected)[a])
             EXPECT_EQ(v, 0.0) << "argument " << a << " has an adjoint";
+        }
+      }
 
       // Parameter gradients from the linears' output adjoints.
       std::map<std::string, std::vector<double>> grads;

@@ -301,8 +301,9 @@ TEST(EngineOps, DispatchesMatchReference) {
       EXPECT_TRUE(close(got->output(i, 0), want[i]))
           << "instance " << i << " (" << toString(s).str() << ")";
     // The embedding, a launch per dispatch signature, one relu.
-    if (s == BatchingStrategy::Agenda)
+    if (s == BatchingStrategy::Agenda) {
       EXPECT_EQ(got->stats().launches, 4u);
+    }
     llvm::sys::fs::remove(refPath);
   }
 

@@ -16,6 +16,7 @@
 #include "dynb/Runtime/Optimizer.h"
 
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/Error.h"
 
 #include <optional>
 #include <string>
@@ -26,6 +27,11 @@ namespace dynb {
 /// Prints `dynbc: error: MSG` (after flushing the table printed so far) and
 /// returns 1, the exit status of a failed command.
 int commandError(const llvm::Twine &msg);
+
+/// grad's and train's --strategy: a batching strategy, or none for
+/// "reference" (the reference gradient); the error names `command`.
+llvm::Expected<std::optional<BatchingStrategy>>
+parseGradientStrategy(llvm::StringRef name, llvm::StringRef command);
 
 /// The stages `dynbc compile --emit` prints (docs/emit-stages.md).
 enum class EmitStage { Dynb, Batched, Linalg, LLVM, Gpu, Ptx };

@@ -92,6 +92,10 @@ public:
   /// Seeds every parameter of the model (deterministic); fails when they
   /// would exceed the memory limit.
   llvm::Error seedParams(uint64_t seed);
+  /// Copies every parameter the model declares from `from` (another
+  /// loader's or an engine's store); fails, naming `owner`, when one is
+  /// missing there or has another shape.
+  llvm::Error copyParams(const rt::ParameterStore &from, llvm::StringRef owner);
   void setLimits(const SessionLimits &limits) { limits_ = limits; }
   const SessionLimits &limits() const { return limits_; }
   /// Seconds loadGraphs took (the whole-input MLIR import).

@@ -54,6 +54,9 @@ public:
     return gradients_;
   }
   const std::vector<int64_t> &shapeOf(const std::string &param) const;
+  /// gradients() rounded to F32, as the tensors an optimizer or a
+  /// safetensors file takes.
+  rt::ParameterStore gradientsAsStore() const;
   void clearGradients();
   /// Reads the values of `params` again (after an optimizer step); the
   /// store must hold the tensors it was constructed with, same shapes.
