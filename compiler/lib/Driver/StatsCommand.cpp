@@ -1,5 +1,5 @@
 //===- StatsCommand.cpp - dynbc stats: signatures, launches and bounds ----===//
-#include "dynb/Analysis/Signature.h"
+#include "dynb/Analysis/InstanceGraph.h"
 #include "dynb/Batching/BatchingGraph.h"
 #include "dynb/Batching/Scheduler.h"
 #include "dynb/Driver/Commands.h"
@@ -49,29 +49,17 @@ ScheduleSummary summarize(ModuleOp batched) {
 /// per dependency.
 std::string scheduleDot(ModuleOp module, int64_t batchSize,
                         BatchingStrategy strategy) {
-  BatchingGraph graph;
-  SignatureTable sigs;
-  llvm::SmallVector<Operation *, 0> nodes;
-  llvm::SmallVector<uint32_t, 0> instanceOf;
-  llvm::DenseMap<Operation *, NodeId> nodeOf;
-  llvm::SmallVector<NodeId, 4> deps;
-  int64_t instances = 0;
+  llvm::SmallVector<InstanceOp, 0> chosen;
   for (InstanceOp inst : module.getOps<InstanceOp>()) {
-    if (batchSize && instances == batchSize)
+    if (batchSize && int64_t(chosen.size()) == batchSize)
       break;
-    for (Operation &op : inst.getBody().front().without_terminator()) {
-      deps.clear();
-      for (Value v : op.getOperands())
-        if (Operation *def = v.getDefiningOp())
-          deps.push_back(nodeOf.lookup(def));
-      llvm::sort(deps);
-      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-      nodeOf[&op] = graph.addNode(sigs.intern(&op), deps);
-      nodes.push_back(&op);
-      instanceOf.push_back(uint32_t(instances));
-    }
-    ++instances;
+    chosen.push_back(inst);
   }
+  InstanceGraph g = buildInstanceGraph(chosen);
+  const BatchingGraph &graph = g.graph;
+  llvm::ArrayRef<mlir::Operation *> nodes = g.nodes;
+  llvm::ArrayRef<uint32_t> instanceOf = g.instanceOf;
+  int64_t instances = chosen.size();
   BatchingPlan plan = scheduleBatches(graph, strategy);
   llvm::SmallVector<size_t, 0> launchOf(nodes.size());
   for (size_t g = 0; g < plan.numGroups(); ++g)

@@ -6,7 +6,7 @@
 // only translates between IR and that library's node graph.
 //
 //===----------------------------------------------------------------------===//
-#include "dynb/Analysis/Signature.h"
+#include "dynb/Analysis/InstanceGraph.h"
 #include "dynb/Batching/LaunchWalk.h"
 #include "dynb/Batching/Scheduler.h"
 #include "dynb/Dialect/DynbOps.h"
@@ -185,38 +185,22 @@ void BatchInstancesPass::emitSchedule(MutableArrayRef<InstanceOp> chunk,
                                       int64_t firstInstance,
                                       BatchingStrategy strat) {
   // 1. The node graph: every op of every instance, in program order.
-  BatchingGraph graph;
-  SignatureTable signatures;
-  SmallVector<Operation *, 0> nodes;
-  DenseMap<Operation *, NodeId> nodeOf;
-  SmallVector<NodeId, 4> deps;
-  for (InstanceOp inst : chunk)
-    for (Operation &op : inst.getBody().front().without_terminator()) {
-      deps.clear();
-      for (Value v : op.getOperands())
-        if (Operation *def = v.getDefiningOp())
-          deps.push_back(nodeOf.lookup(def));
-      llvm::sort(deps);
-      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-      NodeId id = graph.addNode(signatures.intern(&op), deps);
-      nodeOf[&op] = id;
-      nodes.push_back(&op);
-    }
+  InstanceGraph g = buildInstanceGraph(chunk);
 
   // 2. The decision.
-  BatchingPlan plan = scheduleBatches(graph, strat);
-  uint64_t lowerBound = launchLowerBound(graph);
+  BatchingPlan plan = scheduleBatches(g.graph, strat);
+  uint64_t lowerBound = launchLowerBound(g.graph);
 
   // 3. The schedule.
   OpBuilder b(chunk.front());
   Location loc = chunk.front().getLoc();
   auto schedule = b.create<ScheduleOp>(
       loc, toScheduleStrategy(strat), firstInstance, chunk.size(),
-      plan.numGroups(), lowerBound, nodes.size());
+      plan.numGroups(), lowerBound, g.nodes.size());
   Block *body = b.createBlock(&schedule.getBody());
   b.setInsertionPointToStart(body);
-  ScheduleEmitter emitter(b, nodes, nodeOf, plan.numGroups());
-  LaunchWalk walk(plan, nodes.size());
+  ScheduleEmitter emitter(b, g.nodes, g.nodeOf, plan.numGroups());
+  LaunchWalk walk(plan, g.nodes.size());
   walk.run(emitter);
 
   // 4. The outputs, stacked in instance order.
