@@ -9,11 +9,9 @@ using namespace dynb;
 InstanceGraph dynb::buildInstanceGraph(llvm::ArrayRef<InstanceOp> instances) {
   InstanceGraph g;
   llvm::SmallVector<NodeId, 4> deps;
-  for (auto [i, inst] : llvm::enumerate(instances))
-    for (mlir::Operation &op : const_cast<InstanceOp &>(inst)
-                                   .getBody()
-                                   .front()
-                                   .without_terminator()) {
+  for (auto [i, listed] : llvm::enumerate(instances)) {
+    InstanceOp inst = listed; // a handle; its accessors are not const
+    for (mlir::Operation &op : inst.getBody().front().without_terminator()) {
       deps.clear();
       for (mlir::Value v : op.getOperands())
         if (mlir::Operation *def = v.getDefiningOp())
@@ -25,5 +23,6 @@ InstanceGraph dynb::buildInstanceGraph(llvm::ArrayRef<InstanceOp> instances) {
       g.nodes.push_back(&op);
       g.instanceOf.push_back(uint32_t(i));
     }
+  }
   return g;
 }
