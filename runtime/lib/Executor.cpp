@@ -80,6 +80,8 @@ float *Executor::Impl::basePointer(const Plan &plan, BufferId buffer) const {
         gradients ? gradients->findMutable(desc.paramName) : nullptr;
     return tensor ? tensor->data.data() : nullptr;
   }
+  if (desc.kind == BufferDesc::Kind::Host)
+    return const_cast<float *>(desc.hostData);
   if (desc.arenaOffset < 0 || !arena.data())
     return nullptr;
   return reinterpret_cast<float *>(arena.data() + desc.arenaOffset);
@@ -115,6 +117,14 @@ Status Executor::Impl::resolveBuffers(const Plan &plan) {
             fmt::format("buffer {}: gradient '{}' has {} elements, not {}", id,
                         desc.paramName, tensor->data.size(), elements));
       bases[id] = tensor->data.data();
+      continue;
+    }
+    if (desc.kind == BufferDesc::Kind::Host) {
+      if (!desc.hostData && elements > 0)
+        return Status::error(
+            fmt::format("buffer {}: host buffer without data", id));
+      // Kernels take float *, but validation keeps writes away.
+      bases[id] = const_cast<float *>(desc.hostData);
       continue;
     }
     int64_t bytes = elements * static_cast<int64_t>(sizeof(float));

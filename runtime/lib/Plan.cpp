@@ -33,6 +33,16 @@ BufferId Plan::addGradientBuffer(const std::string &name, int64_t rows,
   return id;
 }
 
+BufferId Plan::addHostBuffer(const float *data, int64_t rows, int64_t cols) {
+  BufferDesc desc;
+  desc.kind = BufferDesc::Kind::Host;
+  desc.rows = rows;
+  desc.cols = cols;
+  desc.hostData = data;
+  buffers.push_back(std::move(desc));
+  return static_cast<BufferId>(buffers.size() - 1);
+}
+
 bool Plan::hasGradients() const {
   return std::any_of(steps.begin(), steps.end(), [](const Step &s) {
     return s.kind() == Step::Kind::ParamGrad;

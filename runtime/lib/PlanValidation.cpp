@@ -119,6 +119,12 @@ private:
                       buffer.rows, buffer.cols));
     if (buffer.kind == BufferDesc::Kind::Arena)
       return Status::ok();
+    if (buffer.kind == BufferDesc::Kind::Host) {
+      if (!buffer.hostData && buffer.rows * buffer.cols > 0)
+        return Status::error(
+            fmt::format("buffer {}: host buffer without data", id));
+      return Status::ok();
+    }
     // A gradient has its parameter's shape.
     const ParamTensor *tensor = params_.find(buffer.paramName);
     if (!tensor)
@@ -151,6 +157,8 @@ private:
     if (plan_.buffers[id].kind == BufferDesc::Kind::Parameter)
       return fail(fmt::format("{} writes parameter buffer {} ('{}')", role, id,
                               plan_.buffers[id].paramName));
+    if (plan_.buffers[id].kind == BufferDesc::Kind::Host)
+      return fail(fmt::format("{} writes host buffer {}", role, id));
     // Only parameter-gradient steps add to gradients; anything else would
     // overwrite what earlier plans accumulated.
     if (plan_.buffers[id].kind == BufferDesc::Kind::Gradient)

@@ -86,6 +86,8 @@ int64_t BatchData::resultWidth(const Node &n, uint32_t result) const {
     return static_cast<const ParamInfo *>(n.info)->cols;
   case NodeKind::Op:
     return static_cast<const OpInfo *>(n.info)->resultWidth;
+  case NodeKind::Carried:
+    return static_cast<const CarriedTable *>(n.info)->cols;
   }
   return 0;
 }

@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace dynb {
 class ValueRead;
@@ -85,7 +86,18 @@ struct OpInfo {
   const LoweredSteps *lowered = nullptr;
 };
 
-enum class NodeKind : uint8_t { Embedding, Call, Op };
+/// Carried: a value an earlier run computed, read from the host (a run of
+/// the nodes added since, by runTasks).
+enum class NodeKind : uint8_t { Embedding, Call, Op, Carried };
+
+/// Values of one width that earlier runs computed, one per row: a Carried
+/// node is row `row` of one. Appended to between runs only, so a plan may
+/// read the rows in place while it runs.
+struct CarriedTable {
+  int64_t cols = 0;
+  int64_t rows = 0;
+  std::vector<float> values;
+};
 
 using OperandRef = NodeResult;
 
@@ -95,9 +107,9 @@ struct Node {
   uint16_t numOperands;
   uint32_t signature;
   uint32_t instance;
-  /// ModuleInfo, ParamInfo (embedding table) or OpInfo.
+  /// ModuleInfo, ParamInfo (embedding table), OpInfo or CarriedTable.
   const void *info;
-  /// Embedding: the row. SoftmaxXent: the label.
+  /// Embedding and Carried: the row. SoftmaxXent: the label.
   int64_t row;
   const OperandRef *operands;
 };

@@ -92,6 +92,15 @@ public:
   }
 
   void launch(size_t, llvm::ArrayRef<NodeId> group) {
+    if (proto->kind == NodeKind::Carried) {
+      indices.clear();
+      for (NodeId id : group)
+        indices.push_back(d.nodes[id]->row);
+      const auto *t = static_cast<const CarriedTable *>(proto->info);
+      groupResults.push_back(
+          assembler.hostLookup(t->values.data(), t->rows, t->cols, indices));
+      return;
+    }
     if (proto->kind == NodeKind::Embedding) {
       indices.clear();
       for (NodeId id : group)

@@ -60,12 +60,22 @@ rt::Region PlanAssembler::zeros(int64_t rows, int64_t cols) {
 
 rt::Region PlanAssembler::lookup(llvm::StringRef table,
                                  llvm::ArrayRef<int64_t> indices) {
-  rt::BufferId t = paramBuffer(table);
+  return lookupRows(paramBuffer(table), indices);
+}
+
+rt::Region PlanAssembler::hostLookup(const float *data, int64_t rows,
+                                     int64_t cols,
+                                     llvm::ArrayRef<int64_t> indices) {
+  return lookupRows(plan_.addHostBuffer(data, rows, cols), indices);
+}
+
+rt::Region PlanAssembler::lookupRows(rt::BufferId t,
+                                     llvm::ArrayRef<int64_t> indices) {
   // It still counts as the batch's launch: the launch counts measure the
   // batching, whatever a launch costs at run time.
   ++stats_.launches;
   // Consecutive rows of the table (a batch of tokens fed in order): read
-  // them in place. No step writes a parameter buffer, so the view is safe.
+  // them in place. No step writes a table, so the view is safe.
   int64_t n = indices.size();
   bool consecutive = n > 0;
   for (int64_t i = 1; i < n && consecutive; ++i)

@@ -181,3 +181,34 @@ TEST(ValidateTest, RejectsWrongVersionAndRunRejectsUnplannedArena) {
   EXPECT_FALSE(status.isOk());
   EXPECT_MENTIONS(status.message(), "was planArena() called?");
 }
+
+// Host buffers (a builder's values from earlier runs) are read in place and
+// never written.
+TEST(ValidateTest, HostBuffersAreReadOnlyAndNeedData) {
+  std::vector<float> carried(4 * 8);
+  for (size_t i = 0; i < carried.size(); ++i)
+    carried[i] = float(i);
+  ValidPlan fromHost;
+  BufferId host = fromHost.plan.addHostBuffer(carried.data(), 4, 8);
+  fromHost.plan.steps[0] = gatherStep(wholeBuffer(fromHost.plan, fromHost.x), 0,
+                                      {{host, 3}, {host, 0}, {host, 2}});
+  planArena(fromHost.plan);
+  EXPECT_EQ(fromHost.error(), "<ok>");
+  Executor executor(fromHost.params);
+  ASSERT_TRUE(executor.run(fromHost.plan).isOk());
+  const float *row = executor.rowPointer(fromHost.plan, fromHost.x, 1);
+  EXPECT_EQ(row[0], 0.0f);
+  EXPECT_EQ(row[7], 7.0f);
+  EXPECT_EQ(executor.rowPointer(fromHost.plan, fromHost.x, 0)[0], 24.0f);
+
+  ValidPlan intoHost;
+  BufferId target = intoHost.plan.addHostBuffer(carried.data(), 4, 8);
+  intoHost.plan.steps[1].gemm().c = Region{target, 0, 3, 0, 6};
+  planArena(intoHost.plan);
+  EXPECT_MENTIONS(intoHost.error(), "c writes host buffer 5");
+
+  ValidPlan noData;
+  noData.plan.addHostBuffer(nullptr, 4, 8);
+  planArena(noData.plan);
+  EXPECT_MENTIONS(noData.error(), "buffer 5: host buffer without data");
+}

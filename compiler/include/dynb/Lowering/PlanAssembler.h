@@ -65,6 +65,10 @@ public:
   /// A batched embedding: rows `indices` of `table`. One launch; a view of
   /// the table (no copy) when the rows are consecutive.
   rt::Region lookup(llvm::StringRef table, llvm::ArrayRef<int64_t> indices);
+  /// Likewise from rows of the caller's memory ([rows x cols], read-only
+  /// and valid while the plan runs): values an earlier run computed.
+  rt::Region hostLookup(const float *data, int64_t rows, int64_t cols,
+                        llvm::ArrayRef<int64_t> indices);
   /// The softmax cross-entropy of each row of `logits` against its label:
   /// a [rows x 1] value that is also one of the plan's loss terms. One
   /// launch.
@@ -114,6 +118,8 @@ private:
     const rt::BufferDesc &d = plan_.buffers[id];
     return {id, 0, d.rows, 0, d.cols};
   }
+  /// Rows `indices` of table buffer `t`, which no step writes.
+  rt::Region lookupRows(rt::BufferId t, llvm::ArrayRef<int64_t> indices);
   rt::Region newValue(int64_t rows, int64_t cols) {
     return fullRegion(plan_.addArenaBuffer(rows, cols));
   }

@@ -22,8 +22,9 @@ namespace dynb::rt {
 /// 2: dispatch steps (mixture of experts). 3: map steps (feature maps).
 /// 4: a step holds exactly one kind (Step is a variant). 5: softmax
 /// cross-entropy steps and the plan's loss regions. 7: gradient buffers,
-/// parameter-gradient and fill steps (the batched backward pass).
-constexpr uint32_t kPlanFormatVersion = 7;
+/// parameter-gradient and fill steps (the batched backward pass). 8: host
+/// buffers (values of earlier runs, read in place).
+constexpr uint32_t kPlanFormatVersion = 8;
 
 using BufferId = uint32_t;
 
@@ -46,8 +47,11 @@ struct BufferDesc {
   /// Gradient buffers hold the gradient of the parameter `paramName`, in a
   /// store of the caller's (Executor::setGradients) that outlives the run:
   /// parameter-gradient steps add to them, so the gradients of several
-  /// plans run one after another are their sum.
-  enum class Kind : uint8_t { Arena, Parameter, Gradient };
+  /// plans run one after another are their sum. Host buffers are read-only
+  /// memory of the caller's, valid for the run: a builder's values from
+  /// earlier runs (dynb::runTasks), so a later run need not compute them
+  /// again.
+  enum class Kind : uint8_t { Arena, Parameter, Gradient, Host };
   Kind kind = Kind::Arena;
   int64_t rows = 0;
   int64_t cols = 0;
@@ -56,6 +60,8 @@ struct BufferDesc {
   std::string paramName;
   /// Arena buffers: byte offset, assigned by planArena().
   int64_t arenaOffset = -1;
+  /// Host buffers: the rows (rows x cols, row-major), not owned.
+  const float *hostData = nullptr;
 };
 
 /// A rectangular window of a buffer; its leading dimension is the buffer's
@@ -311,6 +317,7 @@ struct Plan {
                               int64_t cols);
   BufferId addGradientBuffer(const std::string &name, int64_t rows,
                              int64_t cols);
+  BufferId addHostBuffer(const float *data, int64_t rows, int64_t cols);
   /// Whether a step adds to gradient buffers (the plan has a backward pass).
   bool hasGradients() const;
 };
