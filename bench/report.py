@@ -3,7 +3,7 @@
 """Usage: bench/report.py BENCH_DIR [--docs DIR] [--readme README.md]
 
 Reads the result files the workload benchmarks wrote to BENCH_DIR
-(treelstm.json, moe.json, clevr.json, api.json, endtoend.json; the quick or smoke-test variants are never used,
+(treelstm.json, moe.json, clevr.json, api.json, endtoend.json, train.json, rounds.json; the quick or smoke-test variants are never used,
 so a report only shows full runs) and writes:
 
   BENCH_DIR/report.json        every figure, with each run's machine and date
@@ -22,14 +22,15 @@ import json
 import os
 import sys
 
-WORKLOADS = ("treelstm", "moe", "clevr", "api", "endtoend", "train")
+WORKLOADS = ("treelstm", "moe", "clevr", "api", "endtoend", "train", "rounds")
 
 
 # A workload's section title and headline name in docs/benchmarks.md: a
 # workload without results in BENCH_DIR keeps what the last report said.
 SECTION_TITLES = {"treelstm": "## TreeLSTM", "moe": "## Mixture of experts",
                   "clevr": "## CLEVR module network", "api": "## Embedded API",
-                  "endtoend": "## End to end", "train": "## Training"}
+                  "endtoend": "## End to end", "train": "## Training",
+                  "rounds": "## Builders that read values"}
 HEADLINE_NAMES = {"treelstm": "TreeLSTM", "moe": "Mixture of experts", "clevr": "CLEVR"}
 
 
@@ -434,6 +435,23 @@ def api_section(d):
     return lines
 
 
+def rounds_section(d):
+    lines = ["## Builders that read values (`dynb::runTasks`, a read at every step)", "",
+             "Run: `tools/dev bench rounds` on %s (%s): %d routers of hdim %d, each reading its "
+             "score and calling module a or b at every round, agenda. Wall time of `runTasks` "
+             "(building, scheduling, planning, running), median of 5 passes after a warm-up. "
+             "Each round runs its own nodes only, so the time a round should stay flat." % (
+                 d["cpu"], d["date"], d["instances"], d["hdim"]), "",
+             "| rounds | runs | nodes | launches | µs a round | µs a node |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    for r in d["rows"]:
+        lines.append("| %d | %d | %d | %d | %.1f | %.3f |" % (
+            r["rounds"], r["runs"], r["nodes"], r["launches"], r["us_per_round"], r["us_per_node"]))
+    lines += ["", "Time a round at %d rounds over %d: %.2fx (1.0: flat)." % (
+        d["rows"][-1]["rounds"], d["rows"][0]["rounds"], d["growth"]), ""]
+    return lines
+
+
 # ------------------------------------------------------------------ training
 
 def train_section(d):
@@ -592,6 +610,8 @@ def main(argv):
         sections["endtoend"] = endtoend_section(found["endtoend"])
     if "train" in found:
         sections["train"] = train_section(found["train"])
+    if "rounds" in found:
+        sections["rounds"] = rounds_section(found["rounds"])
     # Workloads without results keep the earlier report's section and rows;
     # the sections stay in WORKLOADS order either way.
     body = []

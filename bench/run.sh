@@ -3,7 +3,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-KNOWN_WORKLOADS=(treelstm moe api clevr endtoend train python)
+KNOWN_WORKLOADS=(treelstm moe api clevr endtoend train python rounds)
 
 usage() {
   cat <<USAGE
@@ -19,6 +19,7 @@ usage: bench/run.sh BUILD_DIR [WORKLOAD...] [OPTIONS...]
   endtoend options: --quick, --out DIR, --threads N, --copies N, --runs N (dynbc as a whole process)
   train options: --quick, --trees N, --eager-trees N, --hdims 128,256, --out DIR, --threads N, --no-peers
   python options: --quick, --out DIR, --threads N, --trees N, --rounds N (the Python module against the C++ API)
+  rounds options: --quick, --out DIR, --threads N, --instances N, --hdim N (runTasks' cost a round)
   treelstm, moe, clevr and train run PyTorch peers on the same inputs and weights unless --no-peers.
 USAGE
 }
@@ -61,6 +62,7 @@ for i in "${!workloads[@]}"; do
     endtoend) "$PYTHON" "$HERE/endtoend.py" "$BUILD" "$@" ;;
     train) "$PYTHON" "$HERE/train.py" "$BUILD" "$@" ;;
     python) "$PYTHON" "$HERE/python_api.py" "$BUILD" "$@" ;;
+    rounds) "$PYTHON" "$HERE/rounds.py" "$BUILD" "$@" ;;
   esac
 done
 
