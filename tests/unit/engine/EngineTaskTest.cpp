@@ -127,6 +127,58 @@ TEST(EngineTasks, RouterReadsScoresAndStaysBatched) { checkRouters(40, 3); }
 // values carried over from every earlier round.
 TEST(EngineTasks, ManyRoundsRunEachNodeOnce) { checkRouters(8, 40); }
 
+// Loss nodes of every round count once: the rounds' losses sum to the loss
+// of the same graph run in one go.
+TEST(EngineTasks, LossesOfEveryRoundAddUp) {
+  std::string modelPath =
+      writeTemp("router3.json", std::string(R"({"dynb":1,"model":)") + kModel +
+                                    R"(,"instances":[]})");
+  EngineOptions o;
+  o.modelPath = modelPath;
+  o.seed = 5;
+  auto engine = Engine::load(o);
+  ASSERT_TRUE(bool(engine)) << llvm::toString(engine.takeError());
+  Param E = llvm::cantFail((*engine)->param("E"));
+  Param R = llvm::cantFail((*engine)->param("R"));
+  Module a = llvm::cantFail((*engine)->module("a"));
+  constexpr int kInstances = 12, kSteps = 4;
+  // Reads or not, the same graph; `reads` says whether to read.
+  auto build = [&](Instance inst, int i, bool reads) -> BuildTask {
+    Value x = inst.embedding(E, i % 10);
+    for (int step = 0; step < kSteps; ++step) {
+      Value s = inst.linear(x, R);
+      inst.softmaxXent(s, (i + step) % 2);
+      if (reads)
+        co_await read(inst, s);
+      x = inst.call(a, {x})[0];
+    }
+    inst.output(x);
+  };
+  std::vector<TaskBuilder> builders;
+  for (int i = 0; i < kInstances; ++i)
+    builders.push_back([&, i](Instance inst) { return build(inst, i, true); });
+  Batch batch(**engine);
+  auto rounds = runTasks(**engine, batch, builders);
+  ASSERT_TRUE(bool(rounds)) << llvm::toString(rounds.takeError());
+  EXPECT_EQ(rounds->stats().rounds, uint32_t(kSteps + 1));
+
+  Batch whole(**engine);
+  for (int i = 0; i < kInstances; ++i) {
+    BuildTask t = build(whole.addInstance(), i, false);
+    t.resume();
+    ASSERT_TRUE(t.done());
+  }
+  auto once = (*engine)->run(whole);
+  ASSERT_TRUE(bool(once)) << llvm::toString(once.takeError());
+  ASSERT_TRUE(rounds->hasLoss() && once->hasLoss());
+  EXPECT_NEAR(rounds->loss(), once->loss(), 1e-5 * std::abs(once->loss()));
+  EXPECT_GT(once->loss(), 0.0);
+  for (int i = 0; i < kInstances; ++i)
+    EXPECT_TRUE(close(rounds->output(i, 0), once->output(i, 0)))
+        << "instance " << i;
+  llvm::sys::fs::remove(modelPath);
+}
+
 TEST(EngineTasks, BadReadFailsWithLocatedError) {
   std::string modelPath =
       writeTemp("router2.json", std::string(R"({"dynb":1,"model":)") + kModel +
