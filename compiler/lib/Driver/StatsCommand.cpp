@@ -73,23 +73,38 @@ std::string scheduleDot(ModuleOp module, int64_t batchSize,
                     toString(strategy).str(), launchLowerBound(graph));
   os << "digraph schedule {\n  rankdir=BT;\n  node [shape=box, "
         "style=filled, colorscheme=set312, fontsize=10];\n";
-  for (int64_t i = 0; i < instances; ++i) {
+  // One pass: buildInstanceGraph numbers each instance's nodes after the
+  // previous instance's, so a cluster's nodes are contiguous.
+  auto openCluster = [&](int64_t i) {
     os << fmt::format("  subgraph cluster_{} {{\n    label=\"instance "
                       "{}\";\n",
                       i, i);
-    for (size_t n = 0; n < nodes.size(); ++n) {
-      if (instanceOf[n] != uint32_t(i))
-        continue;
-      // The op and what tells its signature apart (callee, table, weight).
-      std::string what = nodes[n]->getName().stripDialect().str();
-      llvm::raw_string_ostream whatOs(what);
-      if (auto batchable = dyn_cast<BatchableOpInterface>(nodes[n]))
-        batchable.describeSignature(whatOs);
-      os << fmt::format("    n{} [label=\"L{}: {}\", fillcolor={}];\n", n,
-                        launchOf[n], whatOs.str(), launchOf[n] % 12 + 1);
+  };
+  int64_t open = 0;
+  if (instances > 0)
+    openCluster(0);
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    assert((n == 0 || instanceOf[n] >= instanceOf[n - 1]) &&
+           "instances' nodes are contiguous");
+    while (open < int64_t(instanceOf[n])) {
+      os << "  }\n";
+      openCluster(++open);
     }
-    os << "  }\n";
+    // The op and what tells its signature apart (callee, table, weight).
+    std::string what = nodes[n]->getName().stripDialect().str();
+    llvm::raw_string_ostream whatOs(what);
+    if (auto batchable = dyn_cast<BatchableOpInterface>(nodes[n]))
+      batchable.describeSignature(whatOs);
+    os << fmt::format("    n{} [label=\"L{}: {}\", fillcolor={}];\n", n,
+                      launchOf[n], whatOs.str(), launchOf[n] % 12 + 1);
   }
+  // Instances after the last node's (with no nodes) still get a cluster.
+  while (instances > 0 && open < instances - 1) {
+    os << "  }\n";
+    openCluster(++open);
+  }
+  if (instances > 0)
+    os << "  }\n";
   for (size_t n = 0; n < nodes.size(); ++n)
     for (NodeId d : graph.deps(NodeId(n)))
       os << fmt::format("  n{} -> n{};\n", d, n);
