@@ -12,8 +12,8 @@ dynb::parseStrategyList(llvm::ArrayRef<std::string> names, bool single) {
   std::vector<BatchingStrategy> out;
   for (const std::string &s : names) {
     if (s == "all") {
-      out.insert(out.end(), {BatchingStrategy::None, BatchingStrategy::Depth,
-                             BatchingStrategy::Agenda});
+      out.insert(out.end(), std::begin(kEveryBatchingStrategy),
+                 std::end(kEveryBatchingStrategy));
       continue;
     }
     std::optional<BatchingStrategy> st = parseBatchingStrategy(s);

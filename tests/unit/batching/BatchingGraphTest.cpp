@@ -39,8 +39,7 @@ TEST(BatchingGraph, ClearAndReuse) {
 }
 
 TEST(BatchingStrategy, NamesRoundTrip) {
-  for (BatchingStrategy s : {BatchingStrategy::None, BatchingStrategy::Depth,
-                             BatchingStrategy::Agenda})
+  for (BatchingStrategy s : kEveryBatchingStrategy)
     EXPECT_EQ(parseBatchingStrategy(toString(s)), s);
   EXPECT_EQ(toString(BatchingStrategy::None), "none");
   EXPECT_EQ(toString(BatchingStrategy::Depth), "depth");

@@ -39,8 +39,7 @@ TEST_P(RandomDag, EveryStrategyIsValidAndAboveTheBound) {
   BatchingGraph g = graph();
   uint64_t bound = launchLowerBound(g);
   EXPECT_GT(bound, 0u);
-  for (BatchingStrategy s : {BatchingStrategy::None, BatchingStrategy::Depth,
-                             BatchingStrategy::Agenda}) {
+  for (BatchingStrategy s : kEveryBatchingStrategy) {
     BatchingPlan plan = scheduleBatches(g, s);
     EXPECT_EQ(verifyBatchingPlan(g, plan), "") << toString(s).str();
     EXPECT_GE(plan.numGroups(), bound) << toString(s).str();
@@ -106,8 +105,7 @@ TEST(RandomDagLarge, HundredThousandNodesThousandSignatures) {
   BatchingGraph g = randomDag(7, 100000, 1000, 3, 2000);
   uint64_t bound = launchLowerBound(g);
   EXPECT_GE(bound, 1000u);
-  for (BatchingStrategy s : {BatchingStrategy::None, BatchingStrategy::Depth,
-                             BatchingStrategy::Agenda}) {
+  for (BatchingStrategy s : kEveryBatchingStrategy) {
     BatchingPlan plan = scheduleBatches(g, s);
     EXPECT_EQ(verifyBatchingPlan(g, plan), "") << toString(s).str();
     EXPECT_GE(plan.numGroups(), bound) << toString(s).str();

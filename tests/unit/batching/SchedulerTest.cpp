@@ -104,8 +104,7 @@ TEST(Scheduler, AgendaLaunchesAllReadyNodesOfASignature) {
 
 TEST(Scheduler, EmptyGraph) {
   BatchingGraph g;
-  for (BatchingStrategy s : {BatchingStrategy::None, BatchingStrategy::Depth,
-                             BatchingStrategy::Agenda}) {
+  for (BatchingStrategy s : kEveryBatchingStrategy) {
     BatchingPlan plan = scheduleBatches(g, s);
     EXPECT_EQ(plan.numGroups(), 0u);
     EXPECT_EQ(verifyBatchingPlan(g, plan), "");

@@ -86,8 +86,7 @@ TEST(DeepGraphs, HundredThousandNodeChain) {
   llvm::SmallVector<uint32_t, 0> depth = computeDepths(g);
   EXPECT_EQ(depth.back(), kLength - 1);
   EXPECT_EQ(launchLowerBound(g), kLength);
-  for (BatchingStrategy s : {BatchingStrategy::None, BatchingStrategy::Depth,
-                             BatchingStrategy::Agenda}) {
+  for (BatchingStrategy s : kEveryBatchingStrategy) {
     BatchingPlan plan = scheduleBatches(g, s);
     EXPECT_EQ(plan.numGroups(), kLength) << toString(s).str();
     EXPECT_EQ(verifyBatchingPlan(g, plan), "") << toString(s).str();

@@ -305,8 +305,7 @@ TEST_F(TreeSession, EveryStrategyMatchesTheReference) {
   load(treeDocument(8, 30, {1, 2, 5, 9, 3, 17, 4, 4}, 11));
   auto ref = session.runReference();
   ASSERT_TRUE(mlir::succeeded(ref));
-  for (auto s : {BatchingStrategy::None, BatchingStrategy::Depth,
-                 BatchingStrategy::Agenda})
+  for (auto s : kEveryBatchingStrategy)
     for (int64_t batch : {0, 1, 3}) {
       RunOptions o;
       o.strategy = s;

@@ -123,8 +123,7 @@ TEST(EngineOps, EveryPerInstanceOpAndCallsMatchReference) {
   std::string modelPath = opsFile("ops-model.json", "");
   auto engine = opsEngine(modelPath);
   ASSERT_TRUE(bool(engine)) << llvm::toString(engine.takeError());
-  for (BatchingStrategy s : {BatchingStrategy::None, BatchingStrategy::Depth,
-                             BatchingStrategy::Agenda}) {
+  for (BatchingStrategy s : kEveryBatchingStrategy) {
     Batch batch(**engine);
     std::string instances = buildOpsBatch(**engine, batch, kInstances);
     std::string refPath = opsFile("ops.json", instances);
@@ -169,8 +168,7 @@ TEST(EngineOps, GradientOfEveryOpMatchesTheReferenceGradient) {
   std::string modelPath = opsFile("grad-model.json", "");
   auto engine = opsEngine(modelPath);
   ASSERT_TRUE(bool(engine)) << llvm::toString(engine.takeError());
-  for (BatchingStrategy s : {BatchingStrategy::None, BatchingStrategy::Depth,
-                             BatchingStrategy::Agenda}) {
+  for (BatchingStrategy s : kEveryBatchingStrategy) {
     Batch batch(**engine);
     std::string instances = buildOpsBatch(**engine, batch, kInstances);
     std::string refPath = opsFile("grad.json", instances);
@@ -264,8 +262,7 @@ TEST(EngineOps, DispatchesMatchReference) {
   EXPECT_FALSE(bool(asModule));
   llvm::consumeError(asModule.takeError());
 
-  for (BatchingStrategy s : {BatchingStrategy::None, BatchingStrategy::Depth,
-                             BatchingStrategy::Agenda}) {
+  for (BatchingStrategy s : kEveryBatchingStrategy) {
     Batch batch(**engine);
     std::string instances;
     for (int i = 0; i < kInstances; ++i) {

@@ -44,8 +44,7 @@ void checkRouters(int kInstances, int kHops) {
   Module a = llvm::cantFail((*engine)->module("a"));
   Module b = llvm::cantFail((*engine)->module("b"));
 
-  for (BatchingStrategy s : {BatchingStrategy::Depth, BatchingStrategy::Agenda,
-                             BatchingStrategy::None}) {
+  for (BatchingStrategy s : kEveryBatchingStrategy) {
     std::vector<Routed> routed(kInstances);
     std::vector<TaskBuilder> builders;
     for (int i = 0; i < kInstances; ++i)

@@ -205,8 +205,7 @@ std::vector<std::string> recordPlans(const std::string &path,
 }
 
 void expectSamePlans(const std::string &path) {
-  for (BatchingStrategy s : {BatchingStrategy::None, BatchingStrategy::Depth,
-                             BatchingStrategy::Agenda})
+  for (BatchingStrategy s : kEveryBatchingStrategy)
     for (int64_t batchSize : {int64_t(0), int64_t(64), int64_t(7)}) {
       SCOPED_TRACE(toString(s).str() + ", batch size " +
                    std::to_string(batchSize));

@@ -28,6 +28,11 @@ enum class BatchingStrategy {
   Agenda,
 };
 
+/// Every strategy, in declaration order: what `--strategy=all` runs and
+/// what the tests check against the reference.
+inline constexpr BatchingStrategy kEveryBatchingStrategy[] = {
+    BatchingStrategy::None, BatchingStrategy::Depth, BatchingStrategy::Agenda};
+
 llvm::StringRef toString(BatchingStrategy s);
 std::optional<BatchingStrategy> parseBatchingStrategy(llvm::StringRef name);
 
